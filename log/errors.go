@@ -1,0 +1,105 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error names, stable across process and topic boundaries (ErrorInfo.Name).
+const (
+	NameRevisionMismatch      = "RevisionMismatch"
+	NameAppendConditionFailed = "AppendConditionFailed"
+	NameDuplicateOperation    = "DuplicateOperation"
+	NameInvalidRequest        = "InvalidRequest"
+)
+
+// RevisionMismatch reports that a stream's head was not where the append
+// expected it: another writer got there first, or a position in the stream is
+// already taken by a different operation. A conflict, not a fault: reload and
+// retry.
+type RevisionMismatch struct {
+	Stream   StreamKey
+	Expected int64 // the revision the append expected
+	Actual   int64 // the stream's revision when the append was refused
+	// OpID and Index are set when a specific position is taken by another
+	// operation (same stream and index, different opId).
+	OpID  string
+	Index int64
+}
+
+func (e *RevisionMismatch) Error() string {
+	if e.OpID != "" {
+		return fmt.Sprintf("revision mismatch on %s: index %d is taken by another operation than %s (expected revision %d, actual %d)",
+			e.Stream, e.Index, e.OpID, e.Expected, e.Actual)
+	}
+	return fmt.Sprintf("revision mismatch on %s: expected revision %d, actual %d", e.Stream, e.Expected, e.Actual)
+}
+
+// AppendConditionFailed reports that a read-set stream grew past the revision
+// recorded for it. A conflict, not a fault: retry against the new heads.
+type AppendConditionFailed struct {
+	Stream   StreamKey
+	Recorded int64 // the revision the read-set recorded
+	Actual   int64 // the stream's revision when the append was refused
+}
+
+func (e *AppendConditionFailed) Error() string {
+	return fmt.Sprintf("append condition failed on %s: recorded revision %d, actual %d", e.Stream, e.Recorded, e.Actual)
+}
+
+// DuplicateOperation reports that an operation's identity (opId, index, skip)
+// is already stored in another stream. Never reported as RevisionMismatch.
+type DuplicateOperation struct {
+	Stream   StreamKey // the stream the append tried to write
+	Existing StreamKey // the stream that already holds the identity
+	OpID     string
+	Index    int64
+	Skip     int64
+}
+
+func (e *DuplicateOperation) Error() string {
+	return fmt.Sprintf("duplicate operation %s (index %d, skip %d) on %s: already stored in %s",
+		e.OpID, e.Index, e.Skip, e.Stream, e.Existing)
+}
+
+// InvalidRequest reports a request the log refuses whatever the state of the
+// streams: an action without an id, indexes that do not follow the expected
+// revision, an operation naming a job the request does not settle.
+type InvalidRequest struct {
+	DocumentID string
+	Reason     string
+}
+
+func (e *InvalidRequest) Error() string {
+	return fmt.Sprintf("invalid append request for document %s: %s", e.DocumentID, e.Reason)
+}
+
+// IsConflict reports whether err is a concurrency conflict that a retry
+// against fresh stream heads can resolve (and that is exempt from retry
+// limits).
+func IsConflict(err error) bool {
+	var rm *RevisionMismatch
+	var cf *AppendConditionFailed
+	return errors.As(err, &rm) || errors.As(err, &cf)
+}
+
+// ErrorName returns the stable name of a log error, or "" for other errors.
+func ErrorName(err error) string {
+	var (
+		rm *RevisionMismatch
+		cf *AppendConditionFailed
+		do *DuplicateOperation
+		ir *InvalidRequest
+	)
+	switch {
+	case errors.As(err, &rm):
+		return NameRevisionMismatch
+	case errors.As(err, &cf):
+		return NameAppendConditionFailed
+	case errors.As(err, &do):
+		return NameDuplicateOperation
+	case errors.As(err, &ir):
+		return NameInvalidRequest
+	}
+	return ""
+}
