@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# A throwaway single-node Apache Kafka (KRaft, broker and controller in one
+# JVM) for tests and benchmarks.
+#
+#   scripts/kafka.sh install     fetch the Kafka jars from Maven Central into
+#                                .cache/kafka/libs (skipped when present) and
+#                                build the readiness probe
+#   scripts/kafka.sh start DIR   format a node in DIR, start it in the
+#                                background and wait until it serves metadata;
+#                                prints TEST_KAFKA_SEEDS=host:port on stdout
+#   scripts/kafka.sh stop DIR    stop the node started in DIR
+#
+# Needs Java 17+, Maven and Go, nothing else. Everything but the final
+# TEST_KAFKA_SEEDS line goes to stderr, so callers can capture stdout. The
+# broker's own output is in DIR/kafka.log.
+set -euo pipefail
+
+KAFKA_VERSION=4.4.0
+# log4j2 binding for the slf4j 1.7 API Kafka logs through; without it the broker
+# runs blind, and LoggingController wants log4j-core on the class path.
+LOG4J_VERSION=2.24.3
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=$ROOT/.cache/kafka
+LIBS=$CACHE/libs
+PROBE=$CACHE/bin/kafkaready
+
+die() { echo "kafka.sh: $*" >&2; exit 1; }
+
+check_java() {
+	command -v java >/dev/null || die "java not found: install a Java 17+ runtime"
+	local v
+	v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
+	[ -n "$v" ] && [ "$v" -ge 17 ] || die "Kafka $KAFKA_VERSION needs Java 17 or newer (found: ${v:-unknown})"
+}
+
+cmd_install() {
+	check_java
+	if [ ! -f "$LIBS/.complete-$KAFKA_VERSION" ]; then
+		command -v mvn >/dev/null || die "mvn not found: install Maven"
+		echo "fetching Apache Kafka $KAFKA_VERSION jars with Maven..." >&2
+		local work
+		work=$(mktemp -d)
+		# shellcheck disable=SC2064
+		trap "rm -rf '$work'" RETURN
+		cat >"$work/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>doclog.dev</groupId>
+  <artifactId>kafka-runtime</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_2.13</artifactId>
+      <version>$KAFKA_VERSION</version>
+    </dependency>
+    <!-- ConsoleProducer and friends, for tests that write raw records. -->
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka-tools</artifactId>
+      <version>$KAFKA_VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>$LOG4J_VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-core</artifactId>
+      <version>$LOG4J_VERSION</version>
+    </dependency>
+  </dependencies>
+  <build>
+    <plugins>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-dependency-plugin</artifactId>
+        <version>3.8.1</version>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+EOF
+		rm -rf "$LIBS"
+		mkdir -p "$LIBS"
+		mvn -B -q -Dstyle.color=never -f "$work/pom.xml" dependency:copy-dependencies \
+			-DincludeScope=runtime -DoutputDirectory="$LIBS" >&2 ||
+			die "maven could not fetch the Kafka jars"
+		ls "$LIBS"/kafka_2.13-"$KAFKA_VERSION".jar >/dev/null 2>&1 || die "kafka_2.13-$KAFKA_VERSION.jar missing after the fetch"
+		touch "$LIBS/.complete-$KAFKA_VERSION"
+	fi
+	build_probe
+}
+
+build_probe() {
+	command -v go >/dev/null || die "go not found"
+	mkdir -p "$(dirname "$PROBE")"
+	(cd "$ROOT" && go build -o "$PROBE" ./internal/kafka/kafkaready) || die "building the readiness probe failed"
+}
+
+# free_port prints a localhost port nothing listens on. Kafka binds it a
+# moment later; a collision in between is unlikely and fails loudly.
+free_port() {
+	local p i
+	for i in $(seq 1 50); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+kjava() {
+	java -Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+		-Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="$DIR/log4j2.properties" \
+		-cp "$LIBS/*" "$@"
+}
+
+cmd_start() {
+	DIR=$1
+	check_java
+	[ -f "$LIBS/.complete-$KAFKA_VERSION" ] || die "Kafka jars missing: run scripts/kafka.sh install"
+	[ -x "$PROBE" ] || build_probe
+	mkdir -p "$DIR"
+	DIR=$(cd "$DIR" && pwd)
+	if [ -f "$DIR/kafka.pid" ] && kill -0 "$(cat "$DIR/kafka.pid")" 2>/dev/null; then
+		die "a broker already runs from $DIR (pid $(cat "$DIR/kafka.pid")); stop it first"
+	fi
+	local bport cport
+	bport=$(free_port)
+	cport=$(free_port)
+	while [ "$cport" = "$bport" ]; do cport=$(free_port); done
+	rm -rf "$DIR/data"
+	cat >"$DIR/server.properties" <<EOF
+# One node that is both KRaft controller and broker, for tests only.
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$bport
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$DIR/data
+
+# One broker: internal topics cannot be replicated.
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+
+# Fast group joins and rebalances: tests use session timeouts of a second or two.
+group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=500
+group.consumer.min.session.timeout.ms=1000
+group.consumer.min.heartbeat.interval.ms=500
+
+# Topics exist only when doclog (or a test) creates them with their specs.
+auto.create.topics.enable=false
+num.partitions=1
+
+# Two cores: keep the thread count modest.
+num.network.threads=2
+num.io.threads=4
+background.threads=4
+log.cleaner.threads=1
+EOF
+	cat >"$DIR/log4j2.properties" <<EOF
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $DIR/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = info
+logger.state.name = state.change.logger
+logger.state.level = warn
+EOF
+	local cluster
+	cluster=$(kjava kafka.tools.StorageTool random-uuid 2>>"$DIR/kafka.log") || die "random-uuid failed; see $DIR/kafka.log"
+	kjava kafka.tools.StorageTool format --standalone -t "$cluster" -c "$DIR/server.properties" >>"$DIR/kafka.log" 2>&1 ||
+		{ tail -n 30 "$DIR/kafka.log" >&2; die "formatting the storage failed"; }
+	# stdin and stdout detached: a caller capturing our stdout must not wait
+	# for the broker to exit.
+	nohup java -Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+		-Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="$DIR/log4j2.properties" \
+		-cp "$LIBS/*" kafka.Kafka "$DIR/server.properties" \
+		</dev/null >>"$DIR/kafka.log" 2>&1 &
+	echo $! >"$DIR/kafka.pid"
+	local seeds=127.0.0.1:$bport
+	if ! "$PROBE" -seeds "$seeds" -timeout 60s -pid "$(cat "$DIR/kafka.pid")" >&2; then
+		tail -n 40 "$DIR/kafka.log" "$DIR/server.log" >&2 || true
+		cmd_stop "$DIR"
+		die "the broker did not become ready"
+	fi
+	echo "$seeds" >"$DIR/seeds"
+	echo "TEST_KAFKA_SEEDS=$seeds"
+}
+
+cmd_stop() {
+	local dir=$1 pid i
+	[ -f "$dir/kafka.pid" ] || return 0
+	pid=$(cat "$dir/kafka.pid")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 1 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			echo "kafka.sh: broker $pid did not stop in 10s; killing it" >&2
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$dir/kafka.pid"
+}
+
+case "${1:-}" in
+install) cmd_install ;;
+start)
+	[ $# -eq 2 ] || die "usage: scripts/kafka.sh start DIR"
+	cmd_start "$2"
+	;;
+stop)
+	[ $# -eq 2 ] || die "usage: scripts/kafka.sh stop DIR"
+	cmd_stop "$2"
+	;;
+*)
+	echo "usage: scripts/kafka.sh install | start DIR | stop DIR" >&2
+	exit 2
+	;;
+esac
