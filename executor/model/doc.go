@@ -1,0 +1,23 @@
+// Package model is doclog's document-model SDK: what a document type is
+// (Model: versions, initial state per scope, declared actions with input
+// validation, reducers), the Registry of types and their upgrade paths, the
+// system reducer of the document scope (create, upgrade, delete,
+// relationships, name and slug), the canonical state hash (RFC 8785 JSON,
+// SHA-256, base64), the derived identities of operations and jobs, and Apply
+// and Replay, which turn actions into operations and prove a stream's stored
+// hashes.
+//
+// It is public because users write their own models against it, and it is
+// shared by every stage: the executor applies actions with it, projectors and
+// the read store recompute and verify state with it, the admin CLI validates
+// documents with it. It imports nothing of doclog but the log's types.
+//
+// State is a JSON tree (map[string]any, []any, string, float64, bool, nil),
+// the form the hash is defined on, so a state needs no conversion to be
+// hashed, stored as a keyframe or sent to a projector. Numbers are IEEE
+// doubles, as in RFC 8785: integers are exact up to 2^53.
+//
+// Performance contract: reducers mutate the state they are given. A caller
+// that needs to keep the state before an action clones it (StreamState.Clone);
+// the write cache does so once per batch per stream, never per action.
+package model

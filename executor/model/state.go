@@ -1,0 +1,206 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+
+	oplog "github.com/doclog/doclog/log"
+)
+
+// StreamState is the state of one stream (one scope of one document on one
+// branch) after its first Revision operations.
+//
+// Ownership: Apply and Replay mutate a StreamState in place and reducers may
+// mutate its State tree, so a StreamState has exactly one owner at a time. The
+// write cache hands out a Clone once per batch per stream, the executor
+// applies every action of the batch to that copy, and gives it back after the
+// append commits; nothing is copied per action.
+type StreamState struct {
+	Stream       oplog.StreamKey
+	DocumentType string
+	// Revision is the number of operations applied, which is also the index
+	// the next operation takes.
+	Revision int64
+	// Version is the model version State was produced at (for the document
+	// scope, the document's version). 0 while the stream is empty.
+	Version int
+	// State is the scope's JSON tree; nil while the stream is empty.
+	State any
+	// Hash is the state hash after the last operation, "" while empty.
+	Hash string
+	// Size is the length of State's canonical JSON, the cache's measure of
+	// its weight.
+	Size int
+
+	// poisoned marks a state a reducer failed on: it may be half changed.
+	poisoned bool
+}
+
+// NewStreamState is the state of an empty stream.
+func NewStreamState(stream oplog.StreamKey, documentType string) *StreamState {
+	return &StreamState{Stream: stream, DocumentType: documentType}
+}
+
+// Poisoned reports that a reducer failed on this state after it may have
+// changed it. A poisoned state must be dropped; Apply refuses it.
+func (s *StreamState) Poisoned() bool { return s.poisoned }
+
+// Clone returns a deep copy the caller owns.
+func (s *StreamState) Clone() *StreamState {
+	c := *s
+	c.State = CloneJSON(s.State)
+	return &c
+}
+
+// Keyframe renders the state as a keyframe labelled by the index of its last
+// operation (Revision-1).
+func (s *StreamState) Keyframe() (oplog.Keyframe, error) {
+	if s.Revision == 0 {
+		return oplog.Keyframe{}, fmt.Errorf("keyframe of %s: the stream is empty", s.Stream)
+	}
+	b, err := Canonical(s.State)
+	if err != nil {
+		return oplog.Keyframe{}, fmt.Errorf("keyframe of %s: %w", s.Stream, err)
+	}
+	return oplog.Keyframe{
+		Stream:       s.Stream,
+		DocumentType: s.DocumentType,
+		Index:        s.Revision - 1,
+		Version:      s.Version,
+		State:        b,
+		Hash:         s.Hash,
+	}, nil
+}
+
+// FromKeyframe rebuilds a state from a keyframe and checks that the decoded
+// state still hashes to the keyframe's hash, so a damaged keyframe is never
+// trusted.
+func FromKeyframe(kf oplog.Keyframe) (*StreamState, error) {
+	v, err := DecodeJSON(kf.State)
+	if err != nil {
+		return nil, fmt.Errorf("decode keyframe of %s at index %d: %w", kf.Stream, kf.Index, err)
+	}
+	h, size, err := Hash(v)
+	if err != nil {
+		return nil, fmt.Errorf("hash keyframe of %s at index %d: %w", kf.Stream, kf.Index, err)
+	}
+	if h != kf.Hash {
+		return nil, &HashMismatch{Stream: kf.Stream, Index: kf.Index, Expected: kf.Hash, Actual: h}
+	}
+	return &StreamState{
+		Stream:       kf.Stream,
+		DocumentType: kf.DocumentType,
+		Revision:     kf.Index + 1,
+		Version:      kf.Version,
+		State:        v,
+		Hash:         h,
+		Size:         size,
+	}, nil
+}
+
+// CloneJSON deep-copies a JSON tree.
+func CloneJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = CloneJSON(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = CloneJSON(e)
+		}
+		return a
+	}
+	// Scalars are immutable values.
+	return v
+}
+
+// EqualJSON compares two JSON trees by value (numbers numerically, objects
+// regardless of key order).
+func EqualJSON(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, e := range x {
+			f, ok := y[k]
+			if !ok || !EqualJSON(e, f) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !EqualJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return b == nil
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	fa, oka := toFloat(a)
+	fb, okb := toFloat(b)
+	return oka && okb && fa == fb
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Header is a document's header as readers see it (DESIGN §3).
+type Header struct {
+	ID                string           `json:"id"`
+	DocumentType      string           `json:"documentType"`
+	Slug              string           `json:"slug"`
+	Name              string           `json:"name"`
+	CreatedAtUtcMs    int64            `json:"createdAtUtcMs"`
+	LastModifiedUtcMs int64            `json:"lastModifiedUtcMs"`
+	Revision          map[string]int64 `json:"revision"`
+	Version           int              `json:"version"`
+}
+
+// NewHeader assembles a header from the document scope's info and the
+// document's revisions per scope.
+func NewHeader(info DocumentInfo, revs oplog.Revisions) Header {
+	rev := make(map[string]int64, len(revs.Revision))
+	for k, v := range revs.Revision {
+		rev[k] = v
+	}
+	return Header{
+		ID:                info.ID,
+		DocumentType:      info.DocumentType,
+		Slug:              info.Slug,
+		Name:              info.Name,
+		CreatedAtUtcMs:    info.CreatedAtUtcMs,
+		LastModifiedUtcMs: revs.LatestTimestamp,
+		Revision:          rev,
+		Version:           info.Version,
+	}
+}
