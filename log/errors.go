@@ -11,6 +11,7 @@ const (
 	NameAppendConditionFailed = "AppendConditionFailed"
 	NameDuplicateOperation    = "DuplicateOperation"
 	NameInvalidRequest        = "InvalidRequest"
+	NameJobAlreadySettled     = "JobAlreadySettled"
 )
 
 // RevisionMismatch reports that a stream's head was not where the append
@@ -74,13 +75,27 @@ func (e *InvalidRequest) Error() string {
 	return fmt.Sprintf("invalid append request for document %s: %s", e.DocumentID, e.Reason)
 }
 
+// JobAlreadySettled reports that some, but not all, of a request's jobs
+// already have results: another writer settled them first. A conflict: the
+// caller looks the jobs up again and reduces only the unsettled ones.
+type JobAlreadySettled struct {
+	DocumentID string
+	JobID      string
+	Status     JobStatus
+}
+
+func (e *JobAlreadySettled) Error() string {
+	return fmt.Sprintf("job %s of document %s already has a result (%s)", e.JobID, e.DocumentID, e.Status)
+}
+
 // IsConflict reports whether err is a concurrency conflict that a retry
 // against fresh stream heads can resolve (and that is exempt from retry
 // limits).
 func IsConflict(err error) bool {
 	var rm *RevisionMismatch
 	var cf *AppendConditionFailed
-	return errors.As(err, &rm) || errors.As(err, &cf)
+	var js *JobAlreadySettled
+	return errors.As(err, &rm) || errors.As(err, &cf) || errors.As(err, &js)
 }
 
 // ErrorName returns the stable name of a log error, or "" for other errors.
@@ -90,6 +105,7 @@ func ErrorName(err error) string {
 		cf *AppendConditionFailed
 		do *DuplicateOperation
 		ir *InvalidRequest
+		js *JobAlreadySettled
 	)
 	switch {
 	case errors.As(err, &rm):
@@ -100,6 +116,8 @@ func ErrorName(err error) string {
 		return NameDuplicateOperation
 	case errors.As(err, &ir):
 		return NameInvalidRequest
+	case errors.As(err, &js):
+		return NameJobAlreadySettled
 	}
 	return ""
 }

@@ -217,7 +217,7 @@ type AppendResult struct {
 	// already been applied.
 	Replayed bool
 	// Err is nil, or one of *RevisionMismatch, *AppendConditionFailed,
-	// *DuplicateOperation, *InvalidRequest. Nothing of the request was
+	// *DuplicateOperation, *InvalidRequest, *JobAlreadySettled. Nothing of the request was
 	// written when it is set.
 	Err error
 }

@@ -1,0 +1,142 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/internal/testenv"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/log/logtest"
+	"github.com/doclog/doclog/log/postgres"
+)
+
+// newPool opens a pool on a fresh schema, migrated when migrate is set.
+func newPool(t testing.TB, migrate bool) *pgxpool.Pool {
+	t.Helper()
+	url := testenv.PostgresSchema(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 12
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	if migrate {
+		_, err := postgres.Migrate(ctx, pool)
+		require.NoError(t, err)
+	}
+	return pool
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	logtest.Run(t, logtest.Harness{
+		NewStore: func(t *testing.T) oplog.Store {
+			return postgres.New(newPool(t, true))
+		},
+		HoldTransaction: func(t *testing.T, s oplog.Store, op oplog.Operation) func() {
+			pool := s.(*postgres.Store).Pool()
+			ctx := context.Background()
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			action, err := json.Marshal(op.Action)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, `INSERT INTO operations (document_id, scope, branch, idx, skip, op_id, job_id,
+document_type, model_version, hash, ts_utc_ms, action_id, action) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13::text::json)`,
+				op.DocumentID, op.Scope, op.Branch, op.Index, op.Skip, op.OpID, op.JobID, op.DocumentType, op.Version,
+				op.Hash, op.TimestampUtcMs, op.Action.ID, string(action))
+			require.NoError(t, err)
+			var once sync.Once
+			commit := func() { once.Do(func() { require.NoError(t, tx.Commit(ctx)) }) }
+			t.Cleanup(commit)
+			return commit
+		},
+	})
+}
+
+func TestMigrateTwice(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, false)
+	ctx := context.Background()
+	first, err := postgres.Migrate(ctx, pool)
+	require.NoError(t, err)
+	all, err := postgres.Migrations()
+	require.NoError(t, err)
+	require.Len(t, first, len(all))
+	second, err := postgres.Migrate(ctx, pool)
+	require.NoError(t, err)
+	require.Empty(t, second, "a second run applies nothing")
+	requireSingleVersion(t, pool, all)
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	url := testenv.PostgresSchema(t)
+	all, err := postgres.Migrations()
+	require.NoError(t, err)
+	// Separate pools stand for separate processes.
+	const procs = 4
+	applied := make([][]int, procs)
+	var wg sync.WaitGroup
+	for i := range procs {
+		wg.Go(func() {
+			pool, err := pgxpool.New(context.Background(), url)
+			if !assertNoError(t, err) {
+				return
+			}
+			defer pool.Close()
+			applied[i], err = postgres.Migrate(context.Background(), pool)
+			assertNoError(t, err)
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, a := range applied {
+		total += len(a)
+	}
+	require.Equal(t, len(all), total, "each migration is applied by exactly one process")
+
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	defer pool.Close()
+	requireSingleVersion(t, pool, all)
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	if err != nil {
+		t.Errorf("unexpected error: %v", err)
+		return false
+	}
+	return true
+}
+
+func requireSingleVersion(t *testing.T, pool *pgxpool.Pool, all []postgres.Migration) {
+	t.Helper()
+	statuses, err := postgres.MigrationStatuses(context.Background(), pool)
+	require.NoError(t, err)
+	require.Len(t, statuses, len(all))
+	for _, st := range statuses {
+		require.True(t, st.Applied(), "migration %d applied", st.Version)
+	}
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM doclog_migrations`).Scan(&n))
+	require.Equal(t, len(all), n, "one row per migration")
+}
+
+func TestMigrationStatusBeforeMigrate(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, false)
+	statuses, err := postgres.MigrationStatuses(context.Background(), pool)
+	require.NoError(t, err)
+	require.NotEmpty(t, statuses)
+	for _, st := range statuses {
+		require.False(t, st.Applied())
+	}
+}

@@ -1,0 +1,257 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	oplog "github.com/doclog/doclog/log"
+)
+
+const opColumns = `ordinal, txid::text, document_id, scope, branch, idx, skip, op_id, job_id, document_type,
+model_version, hash, ts_utc_ms, action, written_at`
+
+func scanOperations(rows pgx.Rows, limitHint int) ([]oplog.Operation, error) {
+	defer rows.Close()
+	ops := make([]oplog.Operation, 0, max(limitHint, 0))
+	for rows.Next() {
+		var (
+			op     oplog.Operation
+			txid   string
+			action []byte
+		)
+		if err := rows.Scan(&op.Ordinal, &txid, &op.DocumentID, &op.Scope, &op.Branch, &op.Index, &op.Skip,
+			&op.OpID, &op.JobID, &op.DocumentType, &op.Version, &op.Hash, &op.TimestampUtcMs, &action, &op.WrittenAt); err != nil {
+			return nil, fmt.Errorf("reading operations: %w", err)
+		}
+		v, err := strconv.ParseUint(txid, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("reading operations: transaction id %q: %w", txid, err)
+		}
+		op.TxID = v
+		if err := json.Unmarshal(action, &op.Action); err != nil {
+			return nil, fmt.Errorf("decoding action of operation %s: %w", op.OpID, err)
+		}
+		ops = append(ops, op)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading operations: %w", err)
+	}
+	return ops, nil
+}
+
+// ReadStream implements log.Store.
+func (s *Store) ReadStream(ctx context.Context, stream oplog.StreamKey, fromIndex int64, limit int) ([]oplog.Operation, error) {
+	lim := any(nil)
+	if limit > 0 {
+		lim = limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+opColumns+` FROM operations
+WHERE document_id = $1 AND scope = $2 AND branch = $3 AND idx >= $4
+ORDER BY idx LIMIT $5`, stream.DocumentID, stream.Scope, stream.Branch, fromIndex, lim)
+	if err != nil {
+		return nil, fmt.Errorf("reading stream %s from index %d: %w", stream, fromIndex, err)
+	}
+	return scanOperations(rows, min(limit, 1024))
+}
+
+// cursor is the decoded form of a log.Cursor: the last row handed out.
+type cursor struct {
+	txid    uint64
+	ordinal int64
+}
+
+func parseCursor(c oplog.Cursor) (cursor, error) {
+	if c == "" {
+		return cursor{}, nil
+	}
+	t, o, ok := strings.Cut(string(c), ".")
+	if !ok {
+		return cursor{}, fmt.Errorf("malformed tail cursor %q", c)
+	}
+	txid, err1 := strconv.ParseUint(t, 10, 64)
+	ord, err2 := strconv.ParseInt(o, 10, 64)
+	if err1 != nil || err2 != nil || ord < 0 {
+		return cursor{}, fmt.Errorf("malformed tail cursor %q", c)
+	}
+	return cursor{txid: txid, ordinal: ord}, nil
+}
+
+func (c cursor) String() oplog.Cursor {
+	return oplog.Cursor(strconv.FormatUint(c.txid, 10) + "." + strconv.FormatInt(c.ordinal, 10))
+}
+
+// Tail implements log.Store. Rows are returned in (txid, ordinal) order and
+// only when their transaction is below the oldest transaction still running:
+// every row that can still commit sorts after the cursor handed out.
+func (s *Store) Tail(ctx context.Context, after oplog.Cursor, limit int) (oplog.TailPage, error) {
+	c, err := parseCursor(after)
+	if err != nil {
+		return oplog.TailPage{}, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+opColumns+` FROM operations
+WHERE (txid, ordinal) > ($1::text::xid8, $2::int8)
+  AND txid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY txid, ordinal LIMIT $3`, strconv.FormatUint(c.txid, 10), c.ordinal, limit)
+	if err != nil {
+		return oplog.TailPage{}, fmt.Errorf("reading the log tail after %q: %w", after, err)
+	}
+	ops, err := scanOperations(rows, limit)
+	if err != nil {
+		return oplog.TailPage{}, err
+	}
+	page := oplog.TailPage{Operations: ops, Next: after}
+	if n := len(ops); n > 0 {
+		page.Next = cursor{txid: ops[n-1].TxID, ordinal: ops[n-1].Ordinal}.String()
+	}
+	return page, nil
+}
+
+// Revisions implements log.Store.
+func (s *Store) Revisions(ctx context.Context, documentID, branch string) (oplog.Revisions, error) {
+	rows, err := s.pool.Query(ctx, `SELECT scope, max(idx) + 1, max(ts_utc_ms) FROM operations
+WHERE document_id = $1 AND branch = $2 GROUP BY scope`, documentID, branch)
+	if err != nil {
+		return oplog.Revisions{}, fmt.Errorf("reading revisions of %s on %s: %w", documentID, branch, err)
+	}
+	defer rows.Close()
+	out := oplog.Revisions{Revision: map[string]int64{}}
+	for rows.Next() {
+		var scope string
+		var rev, ts int64
+		if err := rows.Scan(&scope, &rev, &ts); err != nil {
+			return oplog.Revisions{}, fmt.Errorf("reading revisions of %s: %w", documentID, err)
+		}
+		out.Revision[scope] = rev
+		out.LatestTimestamp = max(out.LatestTimestamp, ts)
+	}
+	if err := rows.Err(); err != nil {
+		return oplog.Revisions{}, fmt.Errorf("reading revisions of %s: %w", documentID, err)
+	}
+	return out, nil
+}
+
+// streamHeads returns the revision of each stream (0 for an empty one).
+func (s *Store) streamHeads(ctx context.Context, streams []oplog.StreamKey) (map[oplog.StreamKey]int64, error) {
+	docs, scopes, branches := make([]string, len(streams)), make([]string, len(streams)), make([]string, len(streams))
+	for i, k := range streams {
+		docs[i], scopes[i], branches[i] = k.DocumentID, k.Scope, k.Branch
+	}
+	rows, err := s.pool.Query(ctx, `SELECT s.document_id, s.scope, s.branch,
+  coalesce((SELECT o.idx + 1 FROM operations AS o
+            WHERE o.document_id = s.document_id AND o.scope = s.scope AND o.branch = s.branch
+            ORDER BY o.idx DESC LIMIT 1), 0)
+FROM unnest($1::text[], $2::text[], $3::text[]) AS s(document_id, scope, branch)`, docs, scopes, branches)
+	if err != nil {
+		return nil, fmt.Errorf("reading stream heads: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[oplog.StreamKey]int64, len(streams))
+	for rows.Next() {
+		var k oplog.StreamKey
+		var rev int64
+		if err := rows.Scan(&k.DocumentID, &k.Scope, &k.Branch, &rev); err != nil {
+			return nil, fmt.Errorf("reading stream heads: %w", err)
+		}
+		out[k] = rev
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading stream heads: %w", err)
+	}
+	return out, nil
+}
+
+// StreamLatestTimestamp implements log.Store.
+func (s *Store) StreamLatestTimestamp(ctx context.Context, stream oplog.StreamKey) (int64, bool, error) {
+	var ts *int64
+	err := s.pool.QueryRow(ctx, `SELECT max(ts_utc_ms) FROM operations
+WHERE document_id = $1 AND scope = $2 AND branch = $3`, stream.DocumentID, stream.Scope, stream.Branch).Scan(&ts)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading latest timestamp of %s: %w", stream, err)
+	}
+	if ts == nil {
+		return 0, false, nil
+	}
+	return *ts, true, nil
+}
+
+// ListDocuments implements log.Store with a loose index scan over the
+// primary key, so paging costs one index probe per document and the log needs
+// no separate documents table on its write path.
+func (s *Store) ListDocuments(ctx context.Context, after string, limit int) (oplog.DocumentPage, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `WITH RECURSIVE d(id) AS (
+    (SELECT document_id FROM operations WHERE document_id > $1 ORDER BY document_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.document_id FROM operations AS o WHERE o.document_id > d.id ORDER BY o.document_id LIMIT 1)
+    FROM d WHERE d.id IS NOT NULL
+)
+SELECT id FROM d WHERE id IS NOT NULL LIMIT $2`, after, limit)
+	if err != nil {
+		return oplog.DocumentPage{}, fmt.Errorf("listing documents after %q: %w", after, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return oplog.DocumentPage{}, fmt.Errorf("listing documents after %q: %w", after, err)
+	}
+	page := oplog.DocumentPage{DocumentIDs: ids}
+	if len(ids) == limit {
+		page.Next = ids[len(ids)-1]
+	}
+	return page, nil
+}
+
+// JobResults implements log.Store.
+func (s *Store) JobResults(ctx context.Context, jobIDs []string) (map[string]oplog.JobResult, error) {
+	out := make(map[string]oplog.JobResult, len(jobIDs))
+	if len(jobIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT job_id, document_id, status, streams, token, error_history, created_at
+FROM jobs WHERE job_id = ANY($1::text[])`, jobIDs)
+	if err != nil {
+		return nil, fmt.Errorf("reading results of %d jobs: %w", len(jobIDs), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			r                    oplog.JobResult
+			status               string
+			streams, token, errs []byte
+		)
+		if err := rows.Scan(&r.JobID, &r.DocumentID, &status, &streams, &token, &errs, &r.CreatedAt); err != nil {
+			return nil, fmt.Errorf("reading job results: %w", err)
+		}
+		r.Status = oplog.JobStatus(status)
+		if err := decodeJSONColumns(r.JobID, streams, &r.Streams, token, &r.Token, errs, &r.ErrorHistory); err != nil {
+			return nil, err
+		}
+		out[r.JobID] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading job results: %w", err)
+	}
+	return out, nil
+}
+
+func decodeJSONColumns(jobID string, pairs ...any) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		b := pairs[i].([]byte)
+		if len(b) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(b, pairs[i+1]); err != nil {
+			return fmt.Errorf("decoding result of job %s: %w", jobID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Throwaway Postgres clusters for tests, benchmarks and `make run`.
+#
+#   scripts/pg.sh install          install Debian's postgresql if it is missing
+#   scripts/pg.sh start DIR [fsync] initialise a cluster in DIR and start it;
+#                                   prints DATABASE_URL=... on stdout
+#   scripts/pg.sh stop DIR          stop the cluster in DIR
+#
+# initdb refuses to run as root, so as root the cluster belongs to the
+# "postgres" user that Debian's package creates. fsync is off unless the
+# second argument is "fsync" (benchmarks measure with it on).
+set -euo pipefail
+
+pg_bindir() {
+	local d
+	for d in /usr/lib/postgresql/*/bin; do
+		[ -x "$d/initdb" ] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+
+cmd_install() {
+	if pg_bindir >/dev/null; then return 0; fi
+	echo "installing postgresql (Debian package)..." >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >&2
+	apt-get install -y -qq postgresql >&2
+	pg_bindir >/dev/null || { echo "postgresql installed but initdb not found" >&2; exit 1; }
+}
+
+as_owner() {
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+free_port() {
+	python3 - <<'PY' 2>/dev/null || echo 55432
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+PY
+}
+
+cmd_start() {
+	local dir=$1 durability=${2:-nofsync} bin port
+	bin=$(pg_bindir)
+	mkdir -p "$dir"
+	if [ "$(id -u)" = 0 ]; then
+		id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+		chown postgres "$dir"
+		chmod 700 "$dir"
+	fi
+	if [ ! -f "$dir/data/PG_VERSION" ]; then
+		as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+			{ cat "$dir/initdb.log" >&2; exit 1; }
+	fi
+	port=$(free_port)
+	local opts="-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir"
+	opts+=" -c max_connections=400 -c max_locks_per_transaction=1024 -c shared_buffers=256MB"
+	opts+=" -c max_wal_size=2GB -c checkpoint_timeout=15min"
+	if [ "$durability" = fsync ]; then
+		opts+=" -c fsync=on -c synchronous_commit=on"
+	else
+		opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	fi
+	as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$opts" -w -t 60 start >/dev/null ||
+		{ cat "$dir/server.log" >&2; exit 1; }
+	echo "$port" >"$dir/port"
+	echo "DATABASE_URL=postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+}
+
+cmd_stop() {
+	local dir=$1 bin
+	bin=$(pg_bindir)
+	[ -f "$dir/data/postmaster.pid" ] || return 0
+	as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+case "${1:-}" in
+install) cmd_install ;;
+start) cmd_install; cmd_start "${2:?usage: pg.sh start DIR [fsync]}" "${3:-nofsync}" ;;
+stop) cmd_stop "${2:?usage: pg.sh stop DIR}" ;;
+*) echo "usage: scripts/pg.sh install | start DIR [fsync] | stop DIR" >&2; exit 2 ;;
+esac
