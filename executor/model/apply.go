@@ -23,10 +23,11 @@ var errPoisoned = errors.New("the state was left half changed by an earlier fail
 //
 // Apply mutates target in place: the caller owns it (see StreamState). On
 // error, the state is untouched when the action was refused before its
-// reducer ran or the reducer refused it before changing anything (every
-// built-in reducer checks before it writes); otherwise target is marked
-// Poisoned and must be dropped: reload it (the cache's head plus the batch's
-// jobs that succeeded) before applying anything else.
+// reducer ran or the reducer refused it with *BusinessRuleViolation or
+// *InvalidInput (reducers check before they write: the Model contract);
+// otherwise target is marked Poisoned and must be dropped: reload it (the
+// cache's head plus the batch's jobs that succeeded) before applying anything
+// else.
 //
 // Errors are typed, carry the stream, index and action type, and have stable
 // names (ErrorName): *InvalidInput, *UnknownActionType, *ModelNotFound,
@@ -132,9 +133,22 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 		return err
 	})
 	if err != nil {
-		st.poisoned = true
-		var n Named
-		if !errors.As(err, &n) {
+		var (
+			bv *BusinessRuleViolation
+			ii *InvalidInput
+			n  Named
+		)
+		switch {
+		case errors.As(err, &bv), errors.As(err, &ii):
+			// A reducer refuses before it writes (the Model contract), so
+			// the state is intact, unless an upgrade ran just now.
+			if st.Version != version && st.Revision > 0 {
+				st.poisoned = true
+			}
+		case errors.As(err, &n):
+			st.poisoned = true
+		default:
+			st.poisoned = true
 			err = &ReducerError{Err: err}
 		}
 		return Applied{}, locate(err, where)

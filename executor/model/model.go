@@ -36,7 +36,10 @@ type Model interface {
 	Actions() []*ActionSpec
 	// Reduce applies one decoded action to the state of call.Stream.Scope.
 	// It may mutate state in place and returns the new state (the same
-	// value, or a new one when the root changes).
+	// value, or a new one when the root changes). A reducer that refuses an
+	// action returns *BusinessRuleViolation (or *InvalidInput) before it
+	// changes anything, so the caller can go on with the state; any other
+	// error, or a panic, leaves the state suspect (StreamState.Poisoned).
 	Reduce(state any, call *Call) (any, error)
 }
 
@@ -232,4 +235,27 @@ func DecodeJSON(raw []byte) (any, error) {
 		return nil, &InvalidInput{Reason: describeDecodeError(err)}
 	}
 	return v, nil
+}
+
+// FirstError returns the first non-nil error, for input validators that
+// check several fields in order.
+func FirstError(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// CheckID validates a required identifier field of an input: non-empty and
+// at most MaxIDLength bytes.
+func CheckID(field, id string) error {
+	if id == "" {
+		return Invalidf("%s is required", field)
+	}
+	if len(id) > MaxIDLength {
+		return Invalidf("%s is longer than %d bytes", field, MaxIDLength)
+	}
+	return nil
 }

@@ -121,11 +121,8 @@ func validateSlug(slug string) error {
 
 func validateRelationship(add bool) func(*RelationshipInput) error {
 	return func(in *RelationshipInput) error {
-		if in.TargetID == "" {
-			return Invalidf("targetId is required")
-		}
-		if len(in.TargetID) > MaxIDLength {
-			return Invalidf("targetId is longer than %d bytes", MaxIDLength)
+		if err := CheckID("targetId", in.TargetID); err != nil {
+			return err
 		}
 		if in.Type == "" {
 			in.Type = RelationshipChild

@@ -1,0 +1,67 @@
+// Package jsondoc is the built-in doclog/json document model: a free-form
+// JSON document per scope (global and local), changed by RFC 7386 JSON Merge
+// Patch and RFC 6902 JSON Patch actions, so producers can use doclog without
+// writing Go. See docs/models.md.
+package jsondoc
+
+import (
+	"encoding/json"
+
+	oplog "github.com/doclog/doclog/log"
+
+	"github.com/doclog/doclog/executor/model"
+)
+
+// DocumentType is the type name of this model.
+const DocumentType = "doclog/json"
+
+// Action types.
+const (
+	ActionMergePatch = "MERGE_PATCH"
+	ActionJSONPatch  = "JSON_PATCH"
+)
+
+var scopes = []string{oplog.ScopeGlobal, oplog.ScopeLocal}
+
+// Model returns version 1 of doclog/json.
+func Model() model.Model {
+	return model.MustSpec(model.Spec{
+		DocumentType: DocumentType,
+		ModelVersion: 1,
+		Initial: map[string]func() any{
+			oplog.ScopeGlobal: func() any { return map[string]any{} },
+			oplog.ScopeLocal:  func() any { return map[string]any{} },
+		},
+		ActionList: []*model.ActionSpec{
+			{
+				Type: ActionMergePatch, Scopes: scopes,
+				Description: "Merges the input into the state by RFC 7386: members set to null are removed, objects merge recursively, anything else replaces.",
+				Input:       "any JSON value (the merge patch)",
+				Decode:      DecodeMergePatch,
+				Reduce: func(state any, call *model.Call) (any, error) {
+					return MergePatch(state, call.Input), nil
+				},
+			},
+			{
+				Type: ActionJSONPatch, Scopes: scopes,
+				Description: "Applies an RFC 6902 patch (add, remove, replace, move, copy, test) atomically: if one operation fails, none applies.",
+				Input:       `[{"op": string, "path": pointer, "value"?: any, "from"?: pointer}, …]`,
+				Decode: func(raw json.RawMessage) (any, error) {
+					p, err := DecodePatch(raw)
+					if err != nil {
+						return nil, err
+					}
+					return p, nil
+				},
+				Reduce: func(state any, call *model.Call) (any, error) {
+					return ApplyPatch(state, call.Input.(Patch))
+				},
+			},
+		},
+	})
+}
+
+// DecodeMergePatch decodes a merge patch: any JSON value.
+func DecodeMergePatch(raw json.RawMessage) (any, error) {
+	return model.DecodeJSON(raw)
+}
