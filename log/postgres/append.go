@@ -332,6 +332,9 @@ func (s *Store) appendPipelined(ctx context.Context, plans []*plan) (*landed, er
 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	// The statement's plan does not depend on its array arguments; a custom
+	// plan per call costs more than the insert of a small batch.
+	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
 	b.Queue(lockSQL, keys)
 	b.Queue(appendSQL, args.values()...)
 	b.Queue(txSQL)
@@ -339,11 +342,10 @@ func (s *Store) appendPipelined(ctx context.Context, plans []*plan) (*landed, er
 	l := newLanded()
 	br := conn.SendBatch(ctx, b)
 	err = func() error {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
-			return err
+		for range 3 { // BEGIN, SET LOCAL, lock
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
 		rows, err := br.Query()
 		if err != nil {

@@ -1,0 +1,33 @@
+# doclog — `make` prints this help.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+GO ?= go
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: ## Run doclog locally with embedded defaults (installs what is missing)
+	@scripts/run.sh
+
+.PHONY: test
+test: ## Run every test against real Postgres and Kafka (installs and starts them)
+	@scripts/test.sh
+
+.PHONY: build
+build: ## Build the binaries into bin/
+	$(GO) build -o bin/ ./cmd/...
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+.PHONY: bench
+bench: ## Run the Go benchmarks against a real Postgres with fsync on
+	@scripts/bench.sh
+
+.PHONY: clean
+clean: ## Remove build output and cached downloads
+	rm -rf bin .cache

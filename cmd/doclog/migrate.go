@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/doclog/doclog/log/postgres"
+)
+
+// databaseURL resolves the Postgres URL: the flag, then DOCLOG_DATABASE_URL,
+// then DATABASE_URL.
+func databaseURL(flag string) (string, error) {
+	for _, v := range []string{flag, os.Getenv("DOCLOG_DATABASE_URL"), os.Getenv("DATABASE_URL")} {
+		if v != "" {
+			return v, nil
+		}
+	}
+	return "", errors.New("no database: set --database-url, DOCLOG_DATABASE_URL or DATABASE_URL")
+}
+
+func newRootCmd(out io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "doclog",
+		Short:         "doclog turns document actions into a durable, verifiable operation log",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	var dbURL string
+	root.PersistentFlags().StringVar(&dbURL, "database-url", "", "Postgres URL (default from DOCLOG_DATABASE_URL or DATABASE_URL)")
+
+	migrate := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply pending schema migrations (safe to run from many processes at once)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withPool(cmd.Context(), dbURL, func(ctx context.Context, pool *pgxpool.Pool) error {
+				applied, err := postgres.Migrate(ctx, pool)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "applied %d migration(s)\n", len(applied))
+				return printStatus(ctx, out, pool)
+			})
+		},
+	}
+	migrate.AddCommand(&cobra.Command{
+		Use:   "status",
+		Short: "List migrations and whether each is applied",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withPool(cmd.Context(), dbURL, func(ctx context.Context, pool *pgxpool.Pool) error {
+				return printStatus(ctx, out, pool)
+			})
+		},
+	})
+	root.AddCommand(migrate)
+	return root
+}
+
+func withPool(ctx context.Context, flag string, fn func(context.Context, *pgxpool.Pool) error) error {
+	url, err := databaseURL(flag)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return fmt.Errorf("connecting to Postgres: %w", err)
+	}
+	defer pool.Close()
+	return fn(ctx, pool)
+}
+
+func printStatus(ctx context.Context, out io.Writer, pool *pgxpool.Pool) error {
+	statuses, err := postgres.MigrationStatuses(ctx, pool)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED AT")
+	for _, st := range statuses {
+		at := "pending"
+		if st.Applied() {
+			at = st.AppliedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%03d\t%s\t%s\n", st.Version, st.Name, at)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs doclog's tests against real services: it installs what is missing,
+# starts a throwaway Postgres and a single-node Kafka once, exports their
+# addresses (TEST_DATABASE_URL, TEST_KAFKA_SEEDS), runs `go test ./...` and the
+# fuzz targets briefly, and stops the services whatever happens.
+#
+# Environment: GOTESTFLAGS adds flags to `go test` (e.g. -run or -v);
+# FUZZTIME sets how long each fuzz target runs (default 5s, 0 to skip).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+command -v go >/dev/null || { echo "test.sh: Go 1.26 or newer is required (go not found on PATH)" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/doclog-test.XXXXXX")
+chmod 755 "$work"
+cleanup() {
+	scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
+	scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+echo "== installing what is missing"
+scripts/pg.sh install
+scripts/kafka.sh install
+
+echo "== starting Postgres and Kafka"
+pg=$(scripts/pg.sh start "$work/pg")
+export TEST_DATABASE_URL=${pg#DATABASE_URL=}
+kafka=$(scripts/kafka.sh start "$work/kafka")
+export TEST_KAFKA_SEEDS=${kafka#TEST_KAFKA_SEEDS=}
+echo "TEST_DATABASE_URL=$TEST_DATABASE_URL"
+echo "TEST_KAFKA_SEEDS=$TEST_KAFKA_SEEDS"
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test"
+# shellcheck disable=SC2086
+go test -count=1 -timeout 25m ${GOTESTFLAGS:-} ./...
+
+fuzztime=${FUZZTIME:-5s}
+if [ "$fuzztime" != 0 ]; then
+	echo "== fuzzing each target for $fuzztime"
+	for pkg in $(go list ./...); do
+		for target in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
+			echo "-- $pkg $target"
+			go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+		done
+	done
+fi
+echo "== all tests passed"
