@@ -218,7 +218,9 @@ func jsonKind(goKind string) string {
 		return "an array"
 	case "bool":
 		return "a boolean"
-	case "int", "int64", "int32", "uint", "uint64", "float64", "float32":
+	case "int", "int64", "int32", "uint", "uint64":
+		return "an integer"
+	case "float64", "float32":
 		return "a number"
 	}
 	return goKind
