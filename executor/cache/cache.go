@@ -1,0 +1,450 @@
+// Package cache is the executor's write cache: the head state of recently
+// used streams, so that applying a job costs no database read. It owns the
+// LRU over streams (bounded in bytes and in count), the keyframe cadence (a
+// keyframe every N revisions, labelled by its last operation's index), the
+// cold-miss rebuild (nearest keyframe, then the operations since; else from
+// index 0) and dropping every stream a Kafka partition loaded when the
+// partition is revoked.
+//
+// Ownership: Load hands out a private deep copy of the head, once per batch
+// per stream; the executor applies the batch's actions to it and, once the
+// append has committed, gives it back with Put (no copy: the cache takes the
+// value over). A batch that fails to append simply does not Put; one that
+// lost a conflict calls Invalidate so the next Load reads the log.
+//
+// The cache trusts its heads: a head made stale by another writer (a member
+// left behind by a rebalance) is caught by the append's expected revision,
+// never by a read.
+package cache
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	oplog "github.com/doclog/doclog/log"
+
+	"github.com/doclog/doclog/executor/model"
+)
+
+// EntryOverhead is the weight added to each held snapshot on top of its
+// state's canonical JSON length: the map, list and struct headers around it.
+// The byte bound counts canonical JSON, not Go heap; see docs/benchmarks.md
+// for the measured ratio.
+const EntryOverhead = 512
+
+// Config configures a Cache. The zero value of each field means its default.
+type Config struct {
+	// MaxStreams bounds the number of streams held. Default 10000.
+	MaxStreams int
+	// MaxBytes bounds the summed weight of the held snapshots (canonical
+	// JSON length plus EntryOverhead each). Default 256 MiB.
+	MaxBytes int64
+	// KeyframeInterval: a keyframe is due whenever a stream's revision
+	// crosses a multiple of it. Default 10, as in the reference reactor.
+	KeyframeInterval int64
+	// HistorySize is how many older snapshots of a stream are kept besides
+	// its head, to serve reads of recent past revisions. Default 0 (off).
+	HistorySize int
+	// ReadPageSize is how many operations one ReadStream call fetches during
+	// a rebuild. Default 1000.
+	ReadPageSize int
+	// NoKeyframeOnRebuild turns off persisting a keyframe at the head after
+	// a cold miss that replayed at least KeyframeInterval operations (a
+	// stream written before keyframes existed, or one whose keyframe was
+	// bad). Default false: such keyframes are written.
+	NoKeyframeOnRebuild bool
+}
+
+// Defaults.
+const (
+	DefaultMaxStreams       = 10000
+	DefaultMaxBytes         = 256 << 20
+	DefaultKeyframeInterval = 10
+	DefaultReadPageSize     = 1000
+)
+
+// WithDefaults returns the config with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.MaxStreams == 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.KeyframeInterval == 0 {
+		c.KeyframeInterval = DefaultKeyframeInterval
+	}
+	if c.ReadPageSize == 0 {
+		c.ReadPageSize = DefaultReadPageSize
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxStreams < 1:
+		return fmt.Errorf("cache config: MaxStreams must be at least 1, not %d", c.MaxStreams)
+	case c.MaxBytes < EntryOverhead:
+		return fmt.Errorf("cache config: MaxBytes must be at least %d, not %d", EntryOverhead, c.MaxBytes)
+	case c.KeyframeInterval < 1:
+		return fmt.Errorf("cache config: KeyframeInterval must be at least 1, not %d", c.KeyframeInterval)
+	case c.HistorySize < 0:
+		return fmt.Errorf("cache config: HistorySize must not be negative, not %d", c.HistorySize)
+	case c.ReadPageSize < 1:
+		return fmt.Errorf("cache config: ReadPageSize must be at least 1, not %d", c.ReadPageSize)
+	}
+	return nil
+}
+
+// Stats are the cache's counters since it was created.
+type Stats struct {
+	Streams int   // streams held now
+	Bytes   int64 // weight held now
+	// Hits and Misses count Load calls.
+	Hits, Misses int64
+	// Evictions counts streams dropped to stay within the bounds.
+	Evictions int64
+	// KeyframeRebuilds and FullRebuilds count rebuilds that started from a
+	// keyframe and from index 0.
+	KeyframeRebuilds, FullRebuilds int64
+	// OperationsReplayed counts operations read and replayed by rebuilds.
+	OperationsReplayed int64
+	// BadKeyframes counts keyframes that did not verify and were passed over.
+	BadKeyframes int64
+	// KeyframesWritten counts keyframes persisted after long rebuilds.
+	KeyframesWritten int64
+}
+
+// Cache is the write cache. It is safe for concurrent use by the workers of
+// several partitions.
+type Cache struct {
+	store oplog.Store
+	reg   *model.Registry
+	cfg   Config
+
+	mu          sync.Mutex
+	entries     map[oplog.StreamKey]*list.Element
+	lru         *list.List // of *entry, most recently used first
+	bytes       int64
+	byPartition map[int32]map[oplog.StreamKey]struct{}
+
+	hits, misses, evictions            atomic.Int64
+	kfRebuilds, fullRebuilds, replayed atomic.Int64
+	badKeyframes, keyframesWritten     atomic.Int64
+}
+
+type entry struct {
+	key       oplog.StreamKey
+	partition int32
+	head      *model.StreamState
+	history   []*model.StreamState // oldest first, at most HistorySize
+	weight    int64
+}
+
+func weightOf(st *model.StreamState) int64 { return int64(st.Size) + EntryOverhead }
+
+// New returns a cache over store, rebuilding states with reg's models.
+func New(store oplog.Store, reg *model.Registry, cfg Config) (*Cache, error) {
+	if store == nil || reg == nil {
+		return nil, errors.New("new write cache: store and registry are required")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Cache{
+		store:       store,
+		reg:         reg,
+		cfg:         cfg,
+		entries:     map[oplog.StreamKey]*list.Element{},
+		lru:         list.New(),
+		byPartition: map[int32]map[oplog.StreamKey]struct{}{},
+	}, nil
+}
+
+// Config returns the effective configuration.
+func (c *Cache) Config() Config { return c.cfg }
+
+// Load returns a private copy of a stream's head state, which the caller
+// owns and may apply actions to. On a miss it rebuilds the head from the
+// nearest keyframe and the operations since (or from index 0) and holds it,
+// tagged with partition. documentType names the type of a stream that turns
+// out to be empty.
+func (c *Cache) Load(ctx context.Context, partition int32, stream oplog.StreamKey, documentType string) (*model.StreamState, error) {
+	c.mu.Lock()
+	if el, ok := c.entries[stream]; ok {
+		c.lru.MoveToFront(el)
+		head := el.Value.(*entry).head
+		c.mu.Unlock()
+		c.hits.Add(1)
+		// Held heads are never mutated (Put hands over a fresh value), so
+		// the copy can be made outside the lock.
+		return head.Clone(), nil
+	}
+	c.mu.Unlock()
+	c.misses.Add(1)
+	st, err := c.rebuild(ctx, stream, documentType, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	out := st.Clone()
+	c.insert(partition, st)
+	return out, nil
+}
+
+// Put makes st the head of its stream, tagged with partition. The cache takes
+// st over: the caller must not touch it afterwards. A state older than the
+// held head, or a poisoned one, is ignored.
+func (c *Cache) Put(partition int32, st *model.StreamState) {
+	if st == nil || st.Poisoned() {
+		return
+	}
+	c.insert(partition, st)
+}
+
+func (c *Cache) insert(partition int32, st *model.StreamState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[st.Stream]; ok {
+		e := el.Value.(*entry)
+		c.lru.MoveToFront(el)
+		if st.Revision < e.head.Revision {
+			return
+		}
+		c.bytes -= e.weight
+		if c.cfg.HistorySize > 0 && st.Revision > e.head.Revision {
+			e.history = append(e.history, e.head)
+			if over := len(e.history) - c.cfg.HistorySize; over > 0 {
+				clear(e.history[:over])
+				e.history = e.history[over:]
+			}
+		}
+		e.head = st
+		e.weight = weightOf(st)
+		for _, h := range e.history {
+			e.weight += weightOf(h)
+		}
+		c.bytes += e.weight
+		if e.partition != partition {
+			c.untag(e)
+			e.partition = partition
+			c.tag(e)
+		}
+	} else {
+		e := &entry{key: st.Stream, partition: partition, head: st, weight: weightOf(st)}
+		c.entries[st.Stream] = c.lru.PushFront(e)
+		c.bytes += e.weight
+		c.tag(e)
+	}
+	c.evictLocked()
+}
+
+func (c *Cache) tag(e *entry) {
+	set := c.byPartition[e.partition]
+	if set == nil {
+		set = map[oplog.StreamKey]struct{}{}
+		c.byPartition[e.partition] = set
+	}
+	set[e.key] = struct{}{}
+}
+
+func (c *Cache) untag(e *entry) {
+	if set := c.byPartition[e.partition]; set != nil {
+		delete(set, e.key)
+		if len(set) == 0 {
+			delete(c.byPartition, e.partition)
+		}
+	}
+}
+
+func (c *Cache) removeLocked(el *list.Element) {
+	e := c.lru.Remove(el).(*entry)
+	delete(c.entries, e.key)
+	c.untag(e)
+	c.bytes -= e.weight
+}
+
+// evictLocked drops least recently used streams until both bounds hold. A
+// single state heavier than MaxBytes is dropped too: the bound is a promise.
+func (c *Cache) evictLocked() {
+	for c.lru.Len() > 0 && (c.lru.Len() > c.cfg.MaxStreams || c.bytes > c.cfg.MaxBytes) {
+		c.removeLocked(c.lru.Back())
+		c.evictions.Add(1)
+	}
+}
+
+// Invalidate drops a stream, so its next Load reads the log (after an append
+// lost a conflict on it).
+func (c *Cache) Invalidate(stream oplog.StreamKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[stream]; ok {
+		c.removeLocked(el)
+	}
+}
+
+// DropPartition drops every stream that partition loaded or put (on revoke
+// or loss of the partition) and reports how many.
+func (c *Cache) DropPartition(partition int32) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	set := c.byPartition[partition]
+	n := 0
+	for key := range set {
+		if el, ok := c.entries[key]; ok {
+			c.removeLocked(el)
+			n++
+		}
+	}
+	delete(c.byPartition, partition)
+	return n
+}
+
+// Stats returns the counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	streams, bytes := c.lru.Len(), c.bytes
+	c.mu.Unlock()
+	return Stats{
+		Streams: streams, Bytes: bytes,
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(),
+		KeyframeRebuilds: c.kfRebuilds.Load(), FullRebuilds: c.fullRebuilds.Load(),
+		OperationsReplayed: c.replayed.Load(), BadKeyframes: c.badKeyframes.Load(),
+		KeyframesWritten: c.keyframesWritten.Load(),
+	}
+}
+
+// StateAt returns a private copy of a stream's state after its first
+// revision operations: from the held head or history when they have it, else
+// rebuilt from the nearest keyframe at or below it. It does not change what
+// the cache holds.
+func (c *Cache) StateAt(ctx context.Context, stream oplog.StreamKey, documentType string, revision int64) (*model.StreamState, error) {
+	if revision < 0 {
+		return nil, fmt.Errorf("state of %s at revision %d: revision must not be negative", stream, revision)
+	}
+	c.mu.Lock()
+	if el, ok := c.entries[stream]; ok {
+		e := el.Value.(*entry)
+		for _, s := range append([]*model.StreamState{e.head}, e.history...) {
+			if s.Revision == revision {
+				c.mu.Unlock()
+				return s.Clone(), nil
+			}
+		}
+	}
+	c.mu.Unlock()
+	st, err := c.rebuild(ctx, stream, documentType, revision)
+	if err != nil {
+		return nil, err
+	}
+	if st.Revision != revision {
+		return nil, fmt.Errorf("state of %s at revision %d: the stream has only %d operations", stream, revision, st.Revision)
+	}
+	return st, nil
+}
+
+// KeyframeDue returns the keyframe an append should carry for a stream that
+// went from revision before to st.Revision, if it crossed a multiple of
+// KeyframeInterval. It is labelled by the index of st's last operation.
+func (c *Cache) KeyframeDue(before int64, st *model.StreamState) (oplog.Keyframe, bool, error) {
+	n := c.cfg.KeyframeInterval
+	if st.Revision == 0 || st.Revision/n == before/n {
+		return oplog.Keyframe{}, false, nil
+	}
+	kf, err := st.Keyframe()
+	if err != nil {
+		return oplog.Keyframe{}, false, err
+	}
+	return kf, true, nil
+}
+
+// rebuild computes a stream's state after at most upTo operations (MaxInt64:
+// the head) from the log.
+func (c *Cache) rebuild(ctx context.Context, stream oplog.StreamKey, documentType string, upTo int64) (*model.StreamState, error) {
+	atOrBelow := upTo - 1
+	if upTo == math.MaxInt64 {
+		atOrBelow = math.MaxInt64
+	}
+	if atOrBelow >= 0 {
+		kf, ok, err := c.store.NearestKeyframe(ctx, stream, atOrBelow)
+		if err != nil {
+			return nil, fmt.Errorf("load keyframe of %s: %w", stream, err)
+		}
+		if ok {
+			st, err := model.FromKeyframe(kf)
+			if err == nil {
+				n, err := c.replayFrom(ctx, st, upTo)
+				if err == nil {
+					c.kfRebuilds.Add(1)
+					c.maybeKeyframe(ctx, st, n, upTo)
+					return st, nil
+				}
+				var sbs *model.SkipBeforeStart
+				if !errors.As(err, &sbs) {
+					return nil, err
+				}
+			} else {
+				c.badKeyframes.Add(1)
+			}
+		}
+	}
+	st := model.NewStreamState(stream, documentType)
+	n, err := c.replayFrom(ctx, st, upTo)
+	if err != nil {
+		return nil, err
+	}
+	c.fullRebuilds.Add(1)
+	c.maybeKeyframe(ctx, st, n, upTo)
+	return st, nil
+}
+
+// replayFrom reads the operations after st page by page and replays them,
+// stopping at upTo operations. It returns how many it replayed.
+func (c *Cache) replayFrom(ctx context.Context, st *model.StreamState, upTo int64) (int, error) {
+	total := 0
+	for st.Revision < upTo {
+		limit := c.cfg.ReadPageSize
+		if left := upTo - st.Revision; left < int64(limit) {
+			limit = int(left)
+		}
+		ops, err := c.store.ReadStream(ctx, st.Stream, st.Revision, limit)
+		if err != nil {
+			return total, fmt.Errorf("read %s from index %d: %w", st.Stream, st.Revision, err)
+		}
+		if len(ops) == 0 {
+			break
+		}
+		if err := c.reg.Replay(st, ops); err != nil {
+			return total, fmt.Errorf("rebuild %s: %w", st.Stream, err)
+		}
+		total += len(ops)
+		c.replayed.Add(int64(len(ops)))
+		if len(ops) < limit {
+			break
+		}
+	}
+	return total, nil
+}
+
+// maybeKeyframe persists a keyframe at the head after a long rebuild, so the
+// next cold miss of the stream is short. A keyframe states a fact about an
+// index that never changes, so writing it outside an append is safe; failing
+// to write it costs only speed.
+func (c *Cache) maybeKeyframe(ctx context.Context, st *model.StreamState, replayed int, upTo int64) {
+	if c.cfg.NoKeyframeOnRebuild || upTo != math.MaxInt64 || int64(replayed) < c.cfg.KeyframeInterval || st.Revision == 0 {
+		return
+	}
+	kf, err := st.Keyframe()
+	if err != nil {
+		return
+	}
+	if c.store.PutKeyframe(ctx, kf) == nil {
+		c.keyframesWritten.Add(1)
+	}
+}
