@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs doclog's tests against real services: it installs what is missing,
-# starts a throwaway Postgres and a single-node Kafka once, exports their
-# addresses (TEST_DATABASE_URL, TEST_KAFKA_SEEDS), runs `go test ./...` and the
+# starts a throwaway Postgres, a single-node Kafka and a ClickHouse server once,
+# exports their addresses (TEST_DATABASE_URL, TEST_KAFKA_SEEDS,
+# TEST_CLICKHOUSE_ADDR), runs `go test ./...` and the
 # fuzz targets briefly, and stops the services whatever happens.
 #
 # Environment: GOTESTFLAGS adds flags to `go test` (e.g. -run or -v);
@@ -15,6 +16,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/doclog-test.XXXXXX")
 chmod 755 "$work"
 cleanup() {
 	scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
+	scripts/clickhouse.sh stop "$work/clickhouse" >/dev/null 2>&1 || true
 	scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
@@ -23,14 +25,18 @@ trap cleanup EXIT INT TERM
 echo "== installing what is missing"
 scripts/pg.sh install
 scripts/kafka.sh install
+scripts/clickhouse.sh install
 
-echo "== starting Postgres and Kafka"
+echo "== starting Postgres, Kafka and ClickHouse"
 pg=$(scripts/pg.sh start "$work/pg")
 export TEST_DATABASE_URL=${pg#DATABASE_URL=}
 kafka=$(scripts/kafka.sh start "$work/kafka")
 export TEST_KAFKA_SEEDS=${kafka#TEST_KAFKA_SEEDS=}
+ch=$(scripts/clickhouse.sh start "$work/clickhouse")
+export TEST_CLICKHOUSE_ADDR=${ch#TEST_CLICKHOUSE_ADDR=}
 echo "TEST_DATABASE_URL=$TEST_DATABASE_URL"
 echo "TEST_KAFKA_SEEDS=$TEST_KAFKA_SEEDS"
+echo "TEST_CLICKHOUSE_ADDR=$TEST_CLICKHOUSE_ADDR"
 
 echo "== go vet"
 go vet ./...
