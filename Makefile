@@ -12,7 +12,7 @@ run: ## Run doclog locally with embedded defaults (installs what is missing)
 	@scripts/run.sh
 
 .PHONY: test
-test: ## Run every test against real Postgres and Kafka (installs and starts them)
+test: ## Run every test against real Postgres, Kafka and ClickHouse (installs and starts them)
 	@scripts/test.sh
 
 .PHONY: build
