@@ -3,6 +3,11 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -76,30 +81,49 @@ func TestMigrateTwice(t *testing.T) {
 	requireSingleVersion(t, pool, all)
 }
 
+// envMigrateHelper makes the test binary, re-run as a child process, migrate
+// the schema at that URL and print how many migrations it applied.
+const envMigrateHelper = "DOCLOG_TEST_MIGRATE_URL"
+
+func TestMigrateHelperProcess(t *testing.T) {
+	url := os.Getenv(envMigrateHelper)
+	if url == "" {
+		return // only meaningful as the child of TestMigrateConcurrently
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	defer pool.Close()
+	applied, err := postgres.Migrate(context.Background(), pool)
+	require.NoError(t, err)
+	fmt.Printf("applied=%d\n", len(applied))
+}
+
 func TestMigrateConcurrently(t *testing.T) {
 	t.Parallel()
 	url := testenv.PostgresSchema(t)
 	all, err := postgres.Migrations()
 	require.NoError(t, err)
-	// Separate pools stand for separate processes.
+	// Real processes: the test binary re-run as children.
 	const procs = 4
-	applied := make([][]int, procs)
+	outs := make([][]byte, procs)
+	errs := make([]error, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
 		wg.Go(func() {
-			pool, err := pgxpool.New(context.Background(), url)
-			if !assertNoError(t, err) {
-				return
-			}
-			defer pool.Close()
-			applied[i], err = postgres.Migrate(context.Background(), pool)
-			assertNoError(t, err)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestMigrateHelperProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), envMigrateHelper+"="+url)
+			outs[i], errs[i] = cmd.CombinedOutput()
 		})
 	}
 	wg.Wait()
 	total := 0
-	for _, a := range applied {
-		total += len(a)
+	for i := range procs {
+		require.NoError(t, errs[i], "child %d: %s", i, outs[i])
+		m := regexp.MustCompile(`applied=(\d+)`).FindSubmatch(outs[i])
+		require.NotNil(t, m, "child %d printed no count: %s", i, outs[i])
+		n, err := strconv.Atoi(string(m[1]))
+		require.NoError(t, err)
+		total += n
 	}
 	require.Equal(t, len(all), total, "each migration is applied by exactly one process")
 
@@ -107,14 +131,6 @@ func TestMigrateConcurrently(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 	requireSingleVersion(t, pool, all)
-}
-
-func assertNoError(t *testing.T, err error) bool {
-	if err != nil {
-		t.Errorf("unexpected error: %v", err)
-		return false
-	}
-	return true
 }
 
 func requireSingleVersion(t *testing.T, pool *pgxpool.Pool, all []postgres.Migration) {
