@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -219,19 +220,9 @@ func TestEnsureTopicsMinInsyncReplicas(t *testing.T) {
 		_, err := kafka.EnsureTopics(ctx(t), b.cl, b.cfg)
 		require.NoError(t, err)
 		names := b.cfg.Names().All()
-		configs, err := b.adm.DescribeTopicConfigs(ctx(t), names...)
-		require.NoError(t, err)
 		for _, name := range names {
 			require.Len(t, partitions(t, b, name)[0].Replicas, wantRF, name)
-			rc, err := configs.On(name, nil)
-			require.NoError(t, err)
-			var got string
-			for _, c := range rc.Configs {
-				if c.Key == "min.insync.replicas" {
-					got = c.MaybeValue()
-				}
-			}
-			require.Equal(t, wantISR, got, name)
+			require.Equal(t, wantISR, topicConfig(t, b, name, "min.insync.replicas"), name)
 		}
 	}
 	t.Run("kafka one broker", func(t *testing.T) {
@@ -279,4 +270,32 @@ func partitions(t *testing.T, b topicsBundle, topic string) []kmsg.MetadataRespo
 	}
 	slices.SortFunc(parts, func(a, b kmsg.MetadataResponseTopicPartition) int { return int(a.Partition - b.Partition) })
 	return parts
+}
+
+// topicConfig reads one setting of a topic, waiting until the broker answers
+// for it (a KRaft broker learns of a new topic a moment after the
+// controller).
+func topicConfig(t *testing.T, b topicsBundle, topic, key string) string {
+	t.Helper()
+	var last error
+	for range 50 {
+		configs, err := b.adm.DescribeTopicConfigs(ctx(t), topic)
+		if err == nil {
+			var rc kadm.ResourceConfig
+			if rc, err = configs.On(topic, nil); err == nil && rc.Err == nil {
+				for _, c := range rc.Configs {
+					if c.Key == key {
+						return c.MaybeValue()
+					}
+				}
+				err = fmt.Errorf("no %s in the description", key)
+			} else if err == nil {
+				err = rc.Err
+			}
+		}
+		last = err
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("describe %s of topic %s: %v", key, topic, last)
+	return ""
 }
