@@ -42,7 +42,8 @@ type Config struct {
 	// MaxStreams bounds the number of streams held. Default 10000.
 	MaxStreams int
 	// MaxBytes bounds the summed weight of the held snapshots (canonical
-	// JSON length plus EntryOverhead each). Default 256 MiB.
+	// JSON length plus EntryOverhead each). Default 64 MiB, about 350 MiB
+	// of Go heap: a held state takes ~5.4 heap bytes per canonical byte.
 	MaxBytes int64
 	// KeyframeInterval: a keyframe is due whenever a stream's revision
 	// crosses a multiple of it. Default 10, as in the reference reactor.
@@ -63,7 +64,7 @@ type Config struct {
 // Defaults.
 const (
 	DefaultMaxStreams       = 10000
-	DefaultMaxBytes         = 256 << 20
+	DefaultMaxBytes         = 64 << 20
 	DefaultKeyframeInterval = 10
 	DefaultReadPageSize     = 1000
 )

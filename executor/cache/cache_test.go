@@ -31,7 +31,7 @@ func createLedger(w *writer) {
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	cfg := cache.Config{}.WithDefaults()
-	require.Equal(t, cache.Config{MaxStreams: 10000, MaxBytes: 256 << 20, KeyframeInterval: 10, ReadPageSize: 1000}, cfg)
+	require.Equal(t, cache.Config{MaxStreams: 10000, MaxBytes: 64 << 20, KeyframeInterval: 10, ReadPageSize: 1000}, cfg)
 	require.NoError(t, cfg.Validate())
 	for _, bad := range []cache.Config{
 		{MaxStreams: -1}, {MaxBytes: 10}, {KeyframeInterval: -2}, {HistorySize: -1}, {ReadPageSize: -5},

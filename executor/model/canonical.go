@@ -28,12 +28,21 @@ func (e *UnsupportedValue) Error() string {
 	return fmt.Sprintf("state value at %q has no canonical JSON form: %T %v", e.Path, e.Value, e.Value)
 }
 
+// under prefixes the path of an UnsupportedValue on the way out of the tree,
+// so the common case (no error) builds no path at all.
+func under(err error, token string) error {
+	if uv, ok := err.(*UnsupportedValue); ok {
+		uv.Path = "/" + token + uv.Path
+	}
+	return err
+}
+
 // AppendCanonical appends the RFC 8785 canonical JSON of v to dst. v is a JSON
 // tree as encoding/json decodes into any (map[string]any, []any, string,
 // float64, bool, nil); int, int64 and json.Number are accepted too so that
 // reducers may store counters without converting them.
 func AppendCanonical(dst []byte, v any) ([]byte, error) {
-	return appendValue(dst, v, "")
+	return appendValue(dst, v)
 }
 
 // Canonical returns the RFC 8785 canonical JSON of v.
@@ -71,7 +80,7 @@ func HashBytes(b []byte) string {
 	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
-func appendValue(dst []byte, v any, path string) ([]byte, error) {
+func appendValue(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(dst, "null"...), nil
@@ -84,7 +93,7 @@ func appendValue(dst []byte, v any, path string) ([]byte, error) {
 		return appendString(dst, x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return dst, &UnsupportedValue{Path: path, Value: v}
+			return dst, &UnsupportedValue{Value: v}
 		}
 		return AppendNumber(dst, x), nil
 	case int:
@@ -94,11 +103,11 @@ func appendValue(dst []byte, v any, path string) ([]byte, error) {
 	case json.Number:
 		f, err := x.Float64()
 		if err != nil || math.IsInf(f, 0) {
-			return dst, &UnsupportedValue{Path: path, Value: v}
+			return dst, &UnsupportedValue{Value: v}
 		}
 		return AppendNumber(dst, f), nil
 	case map[string]any:
-		return appendObject(dst, x, path)
+		return appendObject(dst, x)
 	case []any:
 		dst = append(dst, '[')
 		for i, e := range x {
@@ -106,19 +115,19 @@ func appendValue(dst []byte, v any, path string) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = appendValue(dst, e, path+"/"+strconv.Itoa(i)); err != nil {
-				return dst, err
+			if dst, err = appendValue(dst, e); err != nil {
+				return dst, under(err, strconv.Itoa(i))
 			}
 		}
 		return append(dst, ']'), nil
 	}
-	return dst, &UnsupportedValue{Path: path, Value: v}
+	return dst, &UnsupportedValue{Value: v}
 }
 
 // keysPool recycles the per-object key slices used for sorting.
 var keysPool = sync.Pool{New: func() any { s := make([]string, 0, 16); return &s }}
 
-func appendObject(dst []byte, m map[string]any, path string) ([]byte, error) {
+func appendObject(dst []byte, m map[string]any) ([]byte, error) {
 	kp := keysPool.Get().(*[]string)
 	keys := (*kp)[:0]
 	needUTF16 := false
@@ -143,7 +152,8 @@ func appendObject(dst []byte, m map[string]any, path string) ([]byte, error) {
 		}
 		dst = appendString(dst, k)
 		dst = append(dst, ':')
-		if dst, err = appendValue(dst, m[k], path+"/"+k); err != nil {
+		if dst, err = appendValue(dst, m[k]); err != nil {
+			err = under(err, k)
 			break
 		}
 	}
