@@ -1,0 +1,158 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/record"
+)
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultAddr              = ":8080"
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxActionsPerJob  = 100
+	DefaultMaxInputBytes     = 256 << 10
+	DefaultMaxWait           = 30 * time.Second
+	DefaultPollInterval      = 100 * time.Millisecond
+	DefaultPollBatch         = 1000
+	DefaultProduceTimeout    = 10 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultJobsRetention     = kafka.DefaultJobsRetention
+
+	// maxIdempotencyKey bounds the Idempotency-Key header; the key is
+	// hashed into the job id, so its length only costs memory.
+	maxIdempotencyKey = 256
+)
+
+// Config configures the ingest API. The zero value is usable after
+// WithDefaults, with authentication off.
+type Config struct {
+	// Addr is the address the Server listens on. Default ":8080".
+	Addr string
+	// JobsTopic is the topic jobs are produced to, prefix included.
+	// Default "doclog.jobs".
+	JobsTopic string
+	// BearerTokens are the tokens a client may present in
+	// "Authorization: Bearer <token>"; any of them is accepted, so tokens
+	// can be rotated without downtime. Empty turns authentication off, and
+	// the handler logs a warning at start-up. Default none.
+	BearerTokens []string
+	// MaxBodyBytes bounds a request body; a larger one is answered 413.
+	// Default 1 MiB, which with record.DefaultMaxSize keeps every accepted
+	// job within the broker's default message size.
+	MaxBodyBytes int64
+	// MaxActionsPerJob bounds the actions of one job (a create job's name
+	// and slug count as actions). Default 100.
+	MaxActionsPerJob int
+	// MaxInputBytes bounds one action's input as sent. Default 256 KiB.
+	MaxInputBytes int
+	// JobsRetention is the retention of the jobs topic. A UUIDv7 job id
+	// older than this with no result is answered 404: its record has
+	// expired unread, so it will never have one. Default 7 days, the jobs
+	// topic's default; negative means the topic keeps records forever, so
+	// no id expires.
+	JobsRetention time.Duration
+	// MaxWait caps the ?wait= of a status request; a longer wait is
+	// shortened to it. Default 30s.
+	MaxWait time.Duration
+	// PollInterval is how often the shared poller looks up the jobs that
+	// clients wait for. Default 100ms.
+	PollInterval time.Duration
+	// PollBatch bounds the job ids in one lookup; more waiting jobs are
+	// looked up in several per tick. Default 1000.
+	PollBatch int
+	// ProduceTimeout bounds how long a submit waits for the broker's
+	// acknowledgement before answering 503. Default 10s.
+	ProduceTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	ReadHeaderTimeout time.Duration
+	// ShutdownTimeout bounds a graceful Stop when the caller's context has
+	// no deadline. Default 30s.
+	ShutdownTimeout time.Duration
+}
+
+// WithDefaults returns a copy with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.JobsTopic == "" {
+		c.JobsTopic = kafka.JobsTopic
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxActionsPerJob == 0 {
+		c.MaxActionsPerJob = DefaultMaxActionsPerJob
+	}
+	if c.MaxInputBytes == 0 {
+		c.MaxInputBytes = DefaultMaxInputBytes
+	}
+	if c.JobsRetention == 0 {
+		c.JobsRetention = DefaultJobsRetention
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.PollBatch == 0 {
+		c.PollBatch = DefaultPollBatch
+	}
+	if c.ProduceTimeout == 0 {
+		c.ProduceTimeout = DefaultProduceTimeout
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work, in a sentence naming
+// it. Call it on the result of WithDefaults.
+func (c Config) Validate() error {
+	if c.JobsTopic == "" {
+		return errors.New("ingest jobs topic must not be empty")
+	}
+	for i, t := range c.BearerTokens {
+		if t == "" {
+			return fmt.Errorf("ingest bearer token %d is empty; an empty token would let anyone in", i)
+		}
+	}
+	if c.MaxBodyBytes < 1 {
+		return fmt.Errorf("ingest max body bytes must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxBodyBytes > record.DefaultMaxSize {
+		return fmt.Errorf("ingest max body bytes %d exceeds the %d bytes a job record may have", c.MaxBodyBytes, record.DefaultMaxSize)
+	}
+	if c.MaxActionsPerJob < 1 {
+		return fmt.Errorf("ingest max actions per job must be at least 1, got %d", c.MaxActionsPerJob)
+	}
+	if c.MaxInputBytes < 1 {
+		return fmt.Errorf("ingest max input bytes must be positive, got %d", c.MaxInputBytes)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"max wait", c.MaxWait}, {"poll interval", c.PollInterval},
+		{"produce timeout", c.ProduceTimeout}, {"read header timeout", c.ReadHeaderTimeout},
+		{"shutdown timeout", c.ShutdownTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("ingest %s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if c.PollBatch < 1 {
+		return fmt.Errorf("ingest poll batch must be at least 1, got %d", c.PollBatch)
+	}
+	return nil
+}

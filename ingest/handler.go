@@ -1,0 +1,390 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
+)
+
+// OpenAPI is the API's OpenAPI 3 document, served at GET /openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Producer sends records and waits for the broker's acknowledgement.
+// *kgo.Client satisfies it; build it with ProducerOptions so that an
+// acknowledgement means every in-sync replica has the record.
+type Producer interface {
+	ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults
+}
+
+// Pinger is implemented by a Producer that can tell whether a broker
+// answers (*kgo.Client does); /readyz uses it when present.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// ResultReader reads stored job results; *postgres.Store satisfies it. It
+// returns the results of the jobs that have one, keyed by job id, and no
+// entry for the others.
+type ResultReader interface {
+	JobResults(ctx context.Context, jobIDs []string) (map[string]oplog.JobResult, error)
+}
+
+// ReadReadiness tells whether the document view serves a consistency token
+// yet: a WRITE_READY job whose token it has reached is reported READ_READY.
+// The read side implements it (issue 5); until then the handler reports
+// WRITE_READY, which is true. An implementation must be monotone — once it
+// has answered true for a token it must keep doing so — or a job's status
+// would regress.
+type ReadReadiness interface {
+	ReadReady(ctx context.Context, token oplog.ConsistencyToken) (bool, error)
+}
+
+// ProducerOptions are the producer settings ingest relies on, to add to a
+// role's kafka.Config options: acknowledgement from all in-sync replicas.
+// franz-go's producer is idempotent by default, so a retried batch is never
+// written twice.
+func ProducerOptions() []kgo.Opt {
+	return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
+}
+
+// Deps are what the handler talks to.
+type Deps struct {
+	// Producer sends jobs to the jobs topic. Required.
+	Producer Producer
+	// Results reads job results for GET /v1/jobs/{id}. Required.
+	Results ResultReader
+	// Registry is the model registry submissions are validated against.
+	// Required.
+	Registry *model.Registry
+	// ReadReady reports READ_READY; nil until the document view provides it.
+	ReadReady ReadReadiness
+	// Logger logs with job and document ids. Default: no logging.
+	Logger *zap.Logger
+}
+
+// Handler is the ingest API as an http.Handler. Close it when done: it wakes
+// long-polling clients and stops the shared poller.
+type Handler struct {
+	cfg       Config
+	producer  Producer
+	results   ResultReader
+	readReady ReadReadiness
+	logger    *zap.Logger
+	validator *validator
+	poller    *poller
+	tokens    [][sha256.Size]byte
+	mux       *http.ServeMux
+
+	closeOnce sync.Once
+	closing   chan struct{}
+}
+
+// NewHandler validates the configuration and builds the handler.
+func NewHandler(cfg Config, deps Deps) (*Handler, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case deps.Producer == nil:
+		return nil, errors.New("ingest handler needs a producer")
+	case deps.Results == nil:
+		return nil, errors.New("ingest handler needs a result reader")
+	case deps.Registry == nil:
+		return nil, errors.New("ingest handler needs a model registry")
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	h := &Handler{
+		cfg:       cfg,
+		producer:  deps.Producer,
+		results:   deps.Results,
+		readReady: deps.ReadReady,
+		logger:    logger,
+		validator: newValidator(deps.Registry, cfg),
+		poller:    newPoller(deps.Results, cfg.PollInterval, cfg.PollBatch, logger),
+		closing:   make(chan struct{}),
+	}
+	for _, t := range cfg.BearerTokens {
+		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
+	}
+	if len(h.tokens) == 0 {
+		logger.Warn("ingest authentication is off: no bearer tokens are configured, so anyone who reaches the API can submit jobs")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/jobs", h.auth(h.submitJob))
+	mux.Handle("POST /v1/documents", h.auth(h.createDocument))
+	mux.Handle("DELETE /v1/documents/{id}", h.auth(h.deleteDocument))
+	mux.Handle("GET /v1/jobs/{id}", h.auth(h.jobStatus))
+	mux.HandleFunc("GET /healthz", h.healthz)
+	mux.HandleFunc("GET /readyz", h.readyz)
+	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	h.mux = mux
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Close wakes every long-polling client (each is answered with the status
+// it has now), stops the poller and makes /readyz fail. It is safe to call
+// more than once.
+func (h *Handler) Close() {
+	h.closeOnce.Do(func() {
+		close(h.closing)
+		h.poller.close()
+	})
+}
+
+func (h *Handler) isClosing() bool {
+	select {
+	case <-h.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// auth checks the bearer token. Every configured token is compared, in
+// constant time over digests of equal length, so neither the position of a
+// match nor a token's length shows in the timing.
+func (h *Handler) auth(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(h.tokens) == 0 {
+			next(w, r)
+			return
+		}
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+			writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Field: "Authorization",
+				Message: "Authorization: a bearer token is required (Authorization: Bearer <token>)"})
+			return
+		}
+		given := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		match := 0
+		for i := range h.tokens {
+			match |= subtle.ConstantTimeCompare(given[:], h.tokens[i][:])
+		}
+		if match != 1 {
+			writeError(w, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Field: "Authorization",
+				Message: "Authorization: the bearer token is not valid"})
+			return
+		}
+		next(w, r)
+	})
+}
+
+// submitted is the body of a 202.
+type submitted struct {
+	JobID      string          `json:"jobId"`
+	DocumentID string          `json:"documentId"`
+	Status     oplog.JobStatus `json:"status"`
+	StatusURL  string          `json:"statusUrl"`
+}
+
+// jobID returns the job id of a submission: derived from the
+// Idempotency-Key header when there is one, a UUIDv7 otherwise. keyed
+// reports which.
+func jobID(r *http.Request) (id string, keyed bool, apiErr *APIError) {
+	keys, present := r.Header["Idempotency-Key"]
+	if !present {
+		v7, err := uuid.NewV7()
+		if err != nil {
+			return "", false, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "generate a job id: " + err.Error()}
+		}
+		return v7.String(), false, nil
+	}
+	if len(keys) != 1 || keys[0] == "" || len(keys[0]) > maxIdempotencyKey {
+		return "", false, &APIError{Status: http.StatusBadRequest, Code: CodeInvalidField, Field: "Idempotency-Key",
+			Message: fmt.Sprintf("Idempotency-Key: must be one header of 1 to %d bytes", maxIdempotencyKey)}
+	}
+	return model.JobIDFromIdempotencyKey(keys[0]), true, nil
+}
+
+// decodeRequest reads a submit's JSON body into v and assigns its job id;
+// ok is false when the request was refused.
+func (h *Handler) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (id string, keyed, ok bool) {
+	body, apiErr := readBody(r, h.cfg.MaxBodyBytes)
+	if apiErr == nil {
+		apiErr = decodeStrict(body, v, "")
+	}
+	if apiErr == nil {
+		id, keyed, apiErr = jobID(r)
+	}
+	if apiErr != nil {
+		h.refuse(w, r, apiErr)
+		return "", false, false
+	}
+	return id, keyed, true
+}
+
+func (h *Handler) submitJob(w http.ResponseWriter, r *http.Request) {
+	var b jobBody
+	id, _, ok := h.decodeRequest(w, r, &b)
+	if !ok {
+		return
+	}
+	h.submit(w, r, id, &submission{
+		kind: record.KindMutate, documentID: b.DocumentID, documentType: b.DocumentType, branch: b.Branch,
+		actions: b.Actions, queueHint: b.QueueHint, maxRetries: b.MaxRetries, meta: b.Meta,
+	})
+}
+
+func (h *Handler) createDocument(w http.ResponseWriter, r *http.Request) {
+	var b createBody
+	id, keyed, ok := h.decodeRequest(w, r, &b)
+	if !ok {
+		return
+	}
+	if b.DocumentID == "" {
+		if keyed {
+			b.DocumentID = DocumentIDFromJob(id)
+		} else {
+			v7, err := uuid.NewV7()
+			if err != nil {
+				h.refuse(w, r, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "generate a document id: " + err.Error()})
+				return
+			}
+			b.DocumentID = v7.String()
+		}
+	}
+	nowMs := time.Now().UnixMilli()
+	// The executor writes CREATE_DOCUMENT for a create job; a name and a
+	// slug travel as the document-scope actions that set them, right after
+	// it, so the record needs no fields beyond the job contract's.
+	var pre []oplog.Action
+	if b.Name != nil {
+		raw, apiErr := h.validator.systemInput(model.ActionSetName, "name", model.SetNameInput{Name: *b.Name})
+		if apiErr != nil {
+			h.refuse(w, r, apiErr)
+			return
+		}
+		pre = append(pre, oplog.Action{Type: model.ActionSetName, Scope: oplog.ScopeDocument, TimestampUtcMs: nowMs, Input: raw})
+	}
+	if b.Slug != nil {
+		raw, apiErr := h.validator.systemInput(model.ActionSetSlug, "slug", model.SetSlugInput{Slug: *b.Slug})
+		if apiErr != nil {
+			h.refuse(w, r, apiErr)
+			return
+		}
+		pre = append(pre, oplog.Action{Type: model.ActionSetSlug, Scope: oplog.ScopeDocument, TimestampUtcMs: nowMs, Input: raw})
+	}
+	h.submit(w, r, id, &submission{
+		kind: record.KindCreate, documentID: b.DocumentID, documentType: b.DocumentType, branch: b.Branch, pre: pre,
+		actions: b.Actions, queueHint: b.QueueHint, maxRetries: b.MaxRetries, meta: b.Meta,
+	})
+}
+
+// deleteDocument submits a delete job. The job record names the document's
+// type, which a DELETE has no body to carry, so it is a required query
+// parameter (?documentType=); ingest keeps no state to look it up, and the
+// executor refuses a delete whose type is not the document's.
+func (h *Handler) deleteDocument(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "documentType" && name != "branch" {
+			h.refuse(w, r, fieldError(http.StatusBadRequest, CodeInvalidField, name, "unknown query parameter (known: documentType, branch)"))
+			return
+		}
+	}
+	id, _, apiErr := jobID(r)
+	if apiErr != nil {
+		h.refuse(w, r, apiErr)
+		return
+	}
+	s := &submission{kind: record.KindDelete, documentID: r.PathValue("id"), documentType: q.Get("documentType")}
+	if q.Has("branch") {
+		branch := q.Get("branch")
+		s.branch = &branch
+	}
+	h.submit(w, r, id, s)
+}
+
+// submit validates, produces and answers.
+func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s *submission) {
+	job, apiErr := h.validator.build(s, jobID, time.Now().UnixMilli())
+	if apiErr != nil {
+		h.refuse(w, r, apiErr)
+		return
+	}
+	rec, err := record.NewJobRecord(h.cfg.JobsTopic, job)
+	if err != nil {
+		h.refuse(w, r, recordError(err))
+		return
+	}
+	jl := h.logger.With(zap.String("job_id", job.JobID), zap.String("document_id", job.DocumentID),
+		zap.String("kind", string(job.Kind)), zap.String("document_type", job.DocumentType))
+	// A client that hangs up does not cancel the produce: the record may
+	// already be on its way, and the outcome is still worth logging.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.ProduceTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := h.producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		jl.Error("produce job", zap.Error(err), zap.Duration("elapsed", time.Since(start)))
+		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+			writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeRecordTooLarge,
+				Message: fmt.Sprintf("the broker refused the job's record of %d bytes as too large", len(rec.Value))})
+			return
+		}
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeBrokerUnavailable,
+			Message: fmt.Sprintf("the broker did not acknowledge job %s (%v); it may or may not have been accepted, so retry with the same Idempotency-Key", job.JobID, err)})
+		return
+	}
+	jl.Info("job accepted", zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
+	statusURL := "/v1/jobs/" + job.JobID
+	w.Header().Set("Location", statusURL)
+	writeJSON(w, http.StatusAccepted, submitted{JobID: job.JobID, DocumentID: job.DocumentID, Status: oplog.JobPending, StatusURL: statusURL})
+}
+
+// refuse answers a request the API does not accept; nothing was produced.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, e *APIError) {
+	h.logger.Debug("request refused", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+		zap.Int("status", e.Status), zap.String("code", e.Code), zap.String("message", e.Message))
+	writeError(w, e)
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz reports ready when the handler is not shutting down and a broker
+// answers: without one no submit can succeed, so a load balancer should send
+// clients elsewhere.
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.isClosing() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "shutting down"})
+		return
+	}
+	if p, ok := h.producer.(Pinger); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := p.Ping(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "kafka: " + err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
