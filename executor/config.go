@@ -1,0 +1,208 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/internal/kafka"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
+)
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultGroup                 = "doclog-executor"
+	DefaultMaxPollRecords        = 1000
+	DefaultKeyframeInterval      = 10
+	DefaultMaxRetries            = 5
+	DefaultRetryBaseDelay        = 100 * time.Millisecond
+	DefaultRetryMaxDelay         = 30 * time.Second
+	DefaultConflictBudget        = 100
+	DefaultJobTimeout            = 5 * time.Minute
+	DefaultDependencyPoll        = 250 * time.Millisecond
+	DefaultMaxParkedPerPartition = 10000
+	DefaultStoreTimeout          = 30 * time.Second
+	DefaultProduceTimeout        = 30 * time.Second
+	DefaultShutdownTimeout       = 30 * time.Second
+	DefaultLoadConcurrency       = 8
+)
+
+// Config configures an Executor. The zero value of each optional field means
+// its default; call WithDefaults, then Validate (New does both).
+type Config struct {
+	// Store is the operation log. Required.
+	Store oplog.Store
+	// Registry holds the document models this member can reduce. Required.
+	Registry *model.Registry
+	// Cache holds stream heads between batches. Default: a write cache over
+	// Store (executor/cache) with KeyframeInterval.
+	Cache StreamCache
+
+	// Kafka reaches the cluster. Seeds are required.
+	Kafka kafka.Config
+	// Topics names the jobs, write-ready and dead-letter topics. Default:
+	// kafka.TopicNames("").
+	Topics kafka.Topics
+	// Group is the consumer group of the executors. Default
+	// "doclog-executor".
+	Group string
+	// SessionTimeout, RebalanceTimeout and HeartbeatInterval tune the group
+	// membership; zero keeps franz-go's defaults (45s, 60s, 3s). Tests
+	// shorten them for fast rebalances.
+	SessionTimeout    time.Duration
+	RebalanceTimeout  time.Duration
+	HeartbeatInterval time.Duration
+	// FetchMaxWait bounds how long a broker holds a fetch that has no data;
+	// zero keeps franz-go's default (5s).
+	FetchMaxWait time.Duration
+	// MaxPollRecords bounds the records taken per poll, and so the size of
+	// a batch. Default 1000.
+	MaxPollRecords int
+	// MaxRecordBytes bounds a job record's value; a larger one is dead
+	// lettered as RECORD_TOO_LARGE. Default 1 MiB (record.DefaultMaxSize).
+	MaxRecordBytes int
+	// InlineOperationsBytes bounds a write-ready record that carries its
+	// operations; past it they are left out. Default
+	// record.DefaultInlineOperationsBytes.
+	InlineOperationsBytes int
+
+	// KeyframeInterval: an append carries a keyframe for a stream whenever
+	// its revision crosses a multiple of it. Default 10.
+	KeyframeInterval int64
+	// MaxRetries is the number of retries after transient errors for a job
+	// that does not set its own maxRetries. Conflicts and unavailability
+	// never count. Default 5.
+	MaxRetries int
+	// RetryBaseDelay and RetryMaxDelay bound the exponential backoff between
+	// retries (and between attempts to reach an unavailable dependency).
+	// Defaults 100ms and 30s.
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+	// ConflictBudget bounds how many times a job may lose a conflict (a
+	// concurrent writer moved its streams) before it fails with
+	// CONFLICT_BUDGET_EXHAUSTED. Conflicts do not count against MaxRetries.
+	// Default 100.
+	ConflictBudget int
+	// JobTimeout bounds how long a job may wait in this member for reasons
+	// of its own: a queueHint dependency that does not complete (TIMEOUT),
+	// a document model this member does not know (UNKNOWN_DOCUMENT_TYPE).
+	// Time during which Postgres or Kafka is unavailable does not count.
+	// Default 5m.
+	JobTimeout time.Duration
+	// DependencyPoll is how often a job parked on its queueHint looks its
+	// dependencies up again. Default 250ms.
+	DependencyPoll time.Duration
+	// MaxParkedPerPartition: a partition holding this many unsettled records
+	// stops fetching until some settle. Default 10000.
+	MaxParkedPerPartition int
+	// LoadConcurrency bounds how many streams are loaded from the log at
+	// once. Default 8.
+	LoadConcurrency int
+	// StoreTimeout bounds one call to the Store. Default 30s.
+	StoreTimeout time.Duration
+	// ProduceTimeout bounds producing a batch's records. Default 30s.
+	ProduceTimeout time.Duration
+	// ShutdownTimeout bounds finishing the in-flight batch after Run's
+	// context ends or Close is called. Default 30s.
+	ShutdownTimeout time.Duration
+
+	// Logger receives the executor's logs. Default: none.
+	Logger *zap.Logger
+
+	// AfterAppend, when set, runs after each successful Store.Append and
+	// before anything is produced. A non-nil error stops the member at once,
+	// as a crash would: nothing is produced, no offset is committed, and Run
+	// returns the error. For fault-injection tests only.
+	AfterAppend func() error
+}
+
+// WithDefaults returns a copy with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Topics == (kafka.Topics{}) {
+		c.Topics = kafka.TopicNames("")
+	}
+	setDefault(&c.Group, DefaultGroup)
+	setDefault(&c.MaxPollRecords, DefaultMaxPollRecords)
+	setDefault(&c.MaxRecordBytes, record.DefaultMaxSize)
+	setDefault(&c.InlineOperationsBytes, record.DefaultInlineOperationsBytes)
+	setDefault(&c.KeyframeInterval, DefaultKeyframeInterval)
+	setDefault(&c.MaxRetries, DefaultMaxRetries)
+	setDefault(&c.RetryBaseDelay, DefaultRetryBaseDelay)
+	setDefault(&c.RetryMaxDelay, DefaultRetryMaxDelay)
+	setDefault(&c.ConflictBudget, DefaultConflictBudget)
+	setDefault(&c.JobTimeout, DefaultJobTimeout)
+	setDefault(&c.DependencyPoll, DefaultDependencyPoll)
+	setDefault(&c.MaxParkedPerPartition, DefaultMaxParkedPerPartition)
+	setDefault(&c.LoadConcurrency, DefaultLoadConcurrency)
+	setDefault(&c.StoreTimeout, DefaultStoreTimeout)
+	setDefault(&c.ProduceTimeout, DefaultProduceTimeout)
+	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&c.Logger, zap.NewNop())
+	return c
+}
+
+// setDefault sets *field to def when it holds its zero value.
+func setDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
+}
+
+// Validate reports the first setting that cannot work, in a sentence naming
+// it. Call it on the result of WithDefaults.
+func (c Config) Validate() error {
+	if c.Store == nil {
+		return errors.New("executor store is required")
+	}
+	if c.Registry == nil {
+		return errors.New("executor model registry is required")
+	}
+	if err := c.Kafka.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("executor kafka config: %w", err)
+	}
+	if c.Topics.Jobs == "" || c.Topics.WriteReady == "" || c.Topics.DeadLetters == "" {
+		return errors.New("executor topics must name the jobs, write-ready and dead-letter topics")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		// zeroOK: zero keeps franz-go's default.
+		zeroOK bool
+	}{
+		{"retry base delay", c.RetryBaseDelay, false}, {"retry max delay", c.RetryMaxDelay, false},
+		{"job timeout", c.JobTimeout, false}, {"dependency poll", c.DependencyPoll, false},
+		{"store timeout", c.StoreTimeout, false}, {"produce timeout", c.ProduceTimeout, false},
+		{"shutdown timeout", c.ShutdownTimeout, false},
+		{"session timeout", c.SessionTimeout, true}, {"rebalance timeout", c.RebalanceTimeout, true},
+		{"heartbeat interval", c.HeartbeatInterval, true}, {"fetch max wait", c.FetchMaxWait, true},
+	} {
+		if d.v < 0 || d.v == 0 && !d.zeroOK {
+			return fmt.Errorf("executor %s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if c.RetryMaxDelay < c.RetryBaseDelay {
+		return fmt.Errorf("executor retry max delay %s is below the base delay %s", c.RetryMaxDelay, c.RetryBaseDelay)
+	}
+	if c.Group == "" {
+		return errors.New("executor consumer group must not be empty")
+	}
+	for _, n := range []struct {
+		name   string
+		v, min int64
+	}{
+		{"max poll records", int64(c.MaxPollRecords), 1}, {"max record bytes", int64(c.MaxRecordBytes), 1},
+		{"inline operations bytes", int64(c.InlineOperationsBytes), 1}, {"keyframe interval", c.KeyframeInterval, 1},
+		{"max retries", int64(c.MaxRetries), 0}, {"conflict budget", int64(c.ConflictBudget), 1},
+		{"max parked records per partition", int64(c.MaxParkedPerPartition), 1}, {"load concurrency", int64(c.LoadConcurrency), 1},
+	} {
+		if n.v < n.min {
+			return fmt.Errorf("executor %s must be at least %d, got %d", n.name, n.min, n.v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,575 @@
+// Package executor owns doclog's write path between the jobs topic and the
+// operation log (DESIGN §6): a consumer group on doclog.jobs whose members
+// decode each polled batch, look the batch's job ids up in the log (a job
+// that already has a result is re-announced, never reduced again), load each
+// document's stream heads from the write cache, run the reducers action by
+// action, and commit the whole batch with one conditional Store.Append that
+// also writes the job results. Only then does it produce one write-ready
+// record per committed job (and a dead letter per failed one), wait for the
+// acknowledgements, and commit the Kafka offsets. A crash anywhere in between
+// leads to re-delivery, which the job-id lookup turns into a
+// re-announcement, so every committed job reaches the write-ready topic at
+// least once, in per-document order, without an outbox table.
+//
+// Failures are accounted as the reference reactor does (seed 001,
+// RetryAccounting): a reducer error or panic fails the job (FAILED, written
+// under the same head guard as the batch's operations); a conflict reloads
+// and retries, exempt from the retry limit but bounded by a conflict budget;
+// an unavailable Postgres or Kafka pauses fetching, fails Ready and retries
+// without limit; other transient errors back off exponentially and count
+// against maxRetries; a document model this member does not know waits,
+// since a rolling upgrade may be bringing it in.
+//
+// One goroutine runs the loop; its state (the records of each partition
+// that are not settled yet) is touched otherwise only by the rebalance
+// callbacks, which franz-go runs between polls (BlockRebalanceOnPoll).
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/executor/cache"
+	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/internal/kafka"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
+)
+
+// StreamCache holds stream head states between batches. *cache.Cache
+// implements it; the executor declares only what it uses.
+type StreamCache interface {
+	// Load returns a private copy of a stream's head, rebuilding it from
+	// the log on a miss; documentType names the type of an empty stream.
+	Load(ctx context.Context, partition int32, stream oplog.StreamKey, documentType string) (*model.StreamState, error)
+	// Put makes st the stream's head after an append committed it; the
+	// cache takes st over.
+	Put(partition int32, st *model.StreamState)
+	// Invalidate drops a stream after an append lost a conflict on it.
+	Invalidate(stream oplog.StreamKey)
+	// DropPartition drops every stream a partition loaded (on revoke).
+	DropPartition(partition int32) int
+}
+
+// Executor is one member of the executor group. Create it with New, start it
+// with Run, stop it by cancelling Run's context or with Close.
+type Executor struct {
+	cfg     Config
+	log     *zap.Logger
+	cl      *kgo.Client
+	cache   StreamCache
+	decoder record.Decoder
+
+	// mu guards the loop's state below. The loop holds it while it
+	// processes a poll; the rebalance callbacks take it to drop partitions.
+	mu    sync.Mutex
+	parts map[int32]*partition
+	// Unavailability: when it began, the last error, how often the retry
+	// failed and when to retry next.
+	outageSince    time.Time
+	outageErr      error
+	outageAttempts int
+	outageRetryAt  time.Time
+	// start and unavailable make the clock job timeouts are measured on:
+	// time during which a dependency was unavailable does not count.
+	start       time.Time
+	unavailable time.Duration
+
+	readyMu  sync.Mutex
+	readyErr error
+
+	started   atomic.Bool
+	stopCtx   context.Context
+	stop      context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// partition is the loop's view of one assigned partition of the jobs topic.
+type partition struct {
+	id    int32
+	topic string
+	// jobs are the records polled and not yet settled and announced, in
+	// offset order. The committed offset never passes the first of them.
+	jobs []*pending
+	// last is the last record polled, whose offset+1 is committed once
+	// nothing before it is pending.
+	last      *kgo.Record
+	committed int64
+	paused    bool
+}
+
+// pending is one polled record on its way to being settled.
+type pending struct {
+	rec *kgo.Record
+	job *record.Job // nil for a record that did not decode
+	// seen is when the record was polled, on the executor's clock.
+	seen time.Duration
+	// attempts counts transient failures (against maxRetries); conflicts
+	// counts lost conflicts (against the conflict budget); waits counts
+	// uncounted waits (model, dependency) for their backoff.
+	attempts, conflicts, waits int
+	notBefore                  time.Time
+	// waiting says what a parked job waits for, for its timeout.
+	waiting string
+	waitErr error
+	history []oplog.ErrorInfo
+	// fail is a decided failure (retries or budget exhausted, timeout,
+	// failed dependency): the next attempt writes FAILED without reducing.
+	fail error
+	// settled: the outcome is in the log (or the record was dead-lettered)
+	// and out holds the records that announce it.
+	settled bool
+	out     []*kgo.Record
+}
+
+func (p *pending) documentID() string { return p.job.DocumentID }
+
+// walk calls fn for the unsettled jobs of the partition in order, per
+// document until fn returns false: a document's later jobs never overtake
+// an earlier one that waits.
+func (ps *partition) walk(fn func(p *pending) bool) {
+	blocked := map[string]bool{}
+	for _, p := range ps.jobs {
+		if p.settled || p.job == nil || blocked[p.documentID()] {
+			continue
+		}
+		if !fn(p) {
+			blocked[p.documentID()] = true
+		}
+	}
+}
+
+// New validates the configuration and creates the member's Kafka client.
+// It does not join the group until Run.
+func New(cfg Config) (*Executor, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Executor{
+		cfg:      cfg,
+		log:      cfg.Logger.Named("executor"),
+		cache:    cfg.Cache,
+		decoder:  record.Decoder{MaxBytes: cfg.MaxRecordBytes},
+		parts:    map[int32]*partition{},
+		readyErr: ErrNotRunning,
+		done:     make(chan struct{}),
+	}
+	if e.cache == nil {
+		c, err := cache.New(cfg.Store, cfg.Registry, cache.Config{KeyframeInterval: cfg.KeyframeInterval})
+		if err != nil {
+			return nil, fmt.Errorf("create write cache: %w", err)
+		}
+		e.cache = c
+	}
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topics.Jobs),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { e.drop("revoked", m) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { e.drop("lost", m) }),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(cfg.ProduceTimeout),
+		kgo.ProducerBatchMaxBytes(int32(record.DefaultMaxSize + 64<<10)),
+	}
+	if cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout))
+	}
+	if cfg.RebalanceTimeout > 0 {
+		opts = append(opts, kgo.RebalanceTimeout(cfg.RebalanceTimeout))
+	}
+	if cfg.HeartbeatInterval > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(cfg.HeartbeatInterval))
+	}
+	if cfg.FetchMaxWait > 0 {
+		opts = append(opts, kgo.FetchMaxWait(cfg.FetchMaxWait))
+	}
+	cl, err := kafka.NewClient(cfg.Kafka, cfg.Logger, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("create executor: %w", err)
+	}
+	e.cl = cl
+	e.stopCtx, e.stop = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// Ready reports whether the member is doing its work, for /readyz: nil
+// while it runs with its dependencies reachable, *UnavailableError while
+// Postgres or Kafka cannot be reached, ErrNotRunning outside Run.
+func (e *Executor) Ready() error {
+	e.readyMu.Lock()
+	defer e.readyMu.Unlock()
+	return e.readyErr
+}
+
+func (e *Executor) setReady(err error) {
+	e.readyMu.Lock()
+	e.readyErr = err
+	e.readyMu.Unlock()
+}
+
+// Run consumes jobs until ctx ends or Close is called, then finishes the
+// in-flight batch (within ShutdownTimeout), commits its offsets and leaves
+// the group. It returns nil after such a stop; it may be called once.
+func (e *Executor) Run(ctx context.Context) error {
+	if !e.started.CompareAndSwap(false, true) {
+		return errors.New("executor run: already started")
+	}
+	defer close(e.done)
+	if e.stopCtx.Err() != nil {
+		e.cl.Close()
+		return nil
+	}
+	stopWatch := context.AfterFunc(ctx, e.stop)
+	defer stopWatch()
+	// The in-flight batch finishes with its own context, which ends only
+	// ShutdownTimeout after the stop: a stop must not abort an append.
+	work, cancelWork := context.WithCancel(context.Background())
+	defer cancelWork()
+	var timer *time.Timer
+	var timerMu sync.Mutex
+	stopTimer := context.AfterFunc(e.stopCtx, func() {
+		timerMu.Lock()
+		timer = time.AfterFunc(e.cfg.ShutdownTimeout, cancelWork)
+		timerMu.Unlock()
+	})
+	defer func() {
+		stopTimer()
+		timerMu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		timerMu.Unlock()
+	}()
+
+	e.start = time.Now()
+	e.setReady(nil)
+	defer e.setReady(ErrNotRunning)
+	e.log.Info("executor started", zap.String("group", e.cfg.Group), zap.String("topic", e.cfg.Topics.Jobs))
+
+	err := e.loop(work)
+	var crash *crashError
+	if errors.As(err, &crash) {
+		e.log.Warn("executor stopped by the after-append hook", zap.Error(crash.err))
+		e.cl.Close()
+		return crash.err
+	}
+	e.mu.Lock()
+	if ferr := e.flush(work); ferr != nil {
+		e.log.Warn("final flush failed; the records will be re-delivered", zap.Error(ferr))
+	}
+	e.mu.Unlock()
+	e.cl.Close()
+	e.log.Info("executor stopped")
+	return err
+}
+
+// Close stops Run and waits for it to return (or closes the client if Run
+// never started). Calling it more than once is harmless.
+func (e *Executor) Close() {
+	e.closeOnce.Do(func() {
+		e.stop()
+		if !e.started.CompareAndSwap(false, true) {
+			<-e.done
+			return
+		}
+		close(e.done)
+		e.cl.Close()
+	})
+}
+
+// loop polls and processes until the stop, returning only a crash error.
+func (e *Executor) loop(work context.Context) error {
+	for e.stopCtx.Err() == nil {
+		e.mu.Lock()
+		wake := e.nextWake(time.Now())
+		e.mu.Unlock()
+		pollCtx, cancel := e.stopCtx, context.CancelFunc(func() {})
+		if !wake.IsZero() {
+			pollCtx, cancel = context.WithDeadline(e.stopCtx, wake)
+		}
+		fetches := e.cl.PollRecords(pollCtx, e.cfg.MaxPollRecords)
+		cancel()
+		if fetches.IsClientClosed() {
+			return nil
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				e.log.Warn("fetch error", zap.String("topic", topic), zap.Int32("partition", p), zap.Error(err))
+			}
+		})
+		e.mu.Lock()
+		err := e.iterate(work, fetches.Records())
+		e.mu.Unlock()
+		e.cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextWake is when the loop must look at its pending records again even if
+// nothing new arrives; zero means only new records (or the stop) wake it.
+func (e *Executor) nextWake(now time.Time) time.Time {
+	if !e.outageSince.IsZero() {
+		return e.outageRetryAt
+	}
+	var wake time.Time
+	for _, ps := range e.parts {
+		ps.walk(func(p *pending) bool {
+			t := p.notBefore
+			if t.Before(now) {
+				t = now
+			}
+			if wake.IsZero() || t.Before(wake) {
+				wake = t
+			}
+			return false
+		})
+	}
+	return wake
+}
+
+// clock is the executor's clock for job timeouts: time since Run started
+// minus the time a dependency was unavailable.
+func (e *Executor) clock(now time.Time) time.Duration {
+	c := now.Sub(e.start) - e.unavailable
+	if !e.outageSince.IsZero() {
+		c -= now.Sub(e.outageSince)
+	}
+	return c
+}
+
+// backoff is the exponential delay before retry n (1-based), with jitter so
+// that members do not retry in step.
+func (e *Executor) backoff(n int) time.Duration {
+	d := e.cfg.RetryBaseDelay
+	for i := 1; i < n && d < e.cfg.RetryMaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, e.cfg.RetryMaxDelay)
+	return d/2 + rand.N(d/2+1)
+}
+
+// enterOutage records that a dependency is unavailable: fetching pauses,
+// Ready fails, and the batch is retried after a backoff, without limit.
+func (e *Executor) enterOutage(now time.Time, err error) {
+	if e.outageSince.IsZero() {
+		e.outageSince = now
+		e.cl.PauseFetchTopics(e.cfg.Topics.Jobs)
+		e.log.Warn("dependency unavailable: fetching paused, retrying without limit", zap.Error(err))
+	}
+	e.outageErr = err
+	e.outageAttempts++
+	e.outageRetryAt = now.Add(e.backoff(e.outageAttempts))
+	e.setReady(&UnavailableError{Since: e.outageSince, Err: err})
+}
+
+func (e *Executor) leaveOutage(now time.Time) {
+	if e.outageSince.IsZero() {
+		return
+	}
+	e.log.Info("dependency available again: fetching resumed",
+		zap.Duration("after", now.Sub(e.outageSince)), zap.Int("attempts", e.outageAttempts))
+	e.unavailable += now.Sub(e.outageSince)
+	e.outageSince, e.outageErr, e.outageAttempts = time.Time{}, nil, 0
+	e.cl.ResumeFetchTopics(e.cfg.Topics.Jobs)
+	e.setReady(nil)
+}
+
+// drop forgets revoked or lost partitions: their pending records (the next
+// owner reads them again from the committed offset) and their cached
+// streams. franz-go calls it between polls, so nothing is in flight.
+func (e *Executor) drop(how string, m map[string][]int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range m[e.cfg.Topics.Jobs] {
+		if ps := e.parts[id]; ps != nil {
+			if ps.paused {
+				e.cl.ResumeFetchPartitions(map[string][]int32{ps.topic: {id}})
+			}
+			if n := len(ps.jobs); n > 0 {
+				e.log.Info("partition "+how+" with pending records", zap.Int32("partition", id), zap.Int("pending", n))
+			}
+			delete(e.parts, id)
+		}
+		e.cache.DropPartition(id)
+	}
+}
+
+// iterate admits the polled records and processes what is ready. It returns
+// an error only when the after-append hook stops the member.
+func (e *Executor) iterate(ctx context.Context, recs []*kgo.Record) error {
+	now := time.Now()
+	for _, r := range recs {
+		e.admit(r, now)
+	}
+	if !e.outageSince.IsZero() && now.Before(e.outageRetryAt) {
+		return nil
+	}
+	err := e.step(ctx, now)
+	var crash *crashError
+	switch {
+	case errors.As(err, &crash):
+		return err
+	case err != nil && ctx.Err() != nil:
+		// Shutting down past the deadline: leave the rest to re-delivery.
+		e.log.Warn("batch abandoned at shutdown", zap.Error(err))
+	case err != nil && isUnavailable(err):
+		e.enterOutage(time.Now(), err)
+	case err != nil:
+		e.log.Error("batch failed", zap.Error(err))
+	default:
+		e.leaveOutage(time.Now())
+	}
+	e.updatePauses()
+	return nil
+}
+
+// updatePauses stops fetching a partition that holds too many unsettled
+// records (parked behind a dependency or a model) until some settle.
+func (e *Executor) updatePauses() {
+	for _, ps := range e.parts {
+		want := len(ps.jobs) >= e.cfg.MaxParkedPerPartition
+		if want == ps.paused {
+			continue
+		}
+		m := map[string][]int32{ps.topic: {ps.id}}
+		if want {
+			e.cl.PauseFetchPartitions(m)
+			e.log.Warn("partition paused: too many unsettled records", zap.Int32("partition", ps.id), zap.Int("pending", len(ps.jobs)))
+		} else {
+			e.cl.ResumeFetchPartitions(m)
+		}
+		ps.paused = want
+	}
+}
+
+// admit decodes a polled record (stage: decode). One that does not decode
+// is settled at once as a dead letter; it never blocks its partition.
+func (e *Executor) admit(rec *kgo.Record, now time.Time) {
+	ps := e.parts[rec.Partition]
+	if ps == nil {
+		ps = &partition{id: rec.Partition, topic: rec.Topic, committed: -1}
+		e.parts[rec.Partition] = ps
+	}
+	ps.last = rec
+	p := &pending{rec: rec, seen: e.clock(now)}
+	job, err := e.decoder.Job(rec)
+	if err != nil {
+		dl := record.NewUndecodableDeadLetter(rec, err, now)
+		e.log.Warn("undecodable job record dead-lettered",
+			zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),
+			zap.String("errorType", string(dl.ErrorType)), zap.Error(err))
+		p.settled = true
+		if out, err := record.NewDeadLetterRecord(e.cfg.Topics.DeadLetters, dl); err != nil {
+			e.log.Error("build dead letter", zap.Int64("offset", rec.Offset), zap.Error(err))
+		} else {
+			p.out = []*kgo.Record{out}
+		}
+	} else {
+		p.job = job
+	}
+	ps.jobs = append(ps.jobs, p)
+}
+
+// flush produces the records announcing every settled job and waits for the
+// acknowledgements (stage: produce), forgets those jobs, then commits the
+// offsets (stage: commit). A failed produce keeps them for the next try.
+func (e *Executor) flush(ctx context.Context) error {
+	var out []*kgo.Record
+	for _, ps := range e.sortedParts() {
+		for _, p := range ps.jobs {
+			if p.settled {
+				out = append(out, p.out...)
+			}
+		}
+	}
+	if len(out) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, e.cfg.ProduceTimeout)
+		err := e.cl.ProduceSync(pctx, out...).FirstErr()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("produce %d announcement records: %w", len(out), err)
+		}
+	}
+	for _, ps := range e.parts {
+		ps.jobs = slices.DeleteFunc(ps.jobs, func(p *pending) bool { return p.settled })
+	}
+	e.commit(ctx)
+	return nil
+}
+
+// commit commits, per partition, the offset of its first unsettled record,
+// or the one after the last record polled when none is pending.
+func (e *Executor) commit(ctx context.Context) {
+	offsets := map[int32]kgo.EpochOffset{}
+	for id, ps := range e.parts {
+		var eo kgo.EpochOffset
+		switch {
+		case len(ps.jobs) > 0:
+			eo = kgo.EpochOffset{Epoch: ps.jobs[0].rec.LeaderEpoch, Offset: ps.jobs[0].rec.Offset}
+		case ps.last != nil:
+			eo = kgo.EpochOffset{Epoch: ps.last.LeaderEpoch, Offset: ps.last.Offset + 1}
+		default:
+			continue
+		}
+		if eo.Offset > ps.committed {
+			offsets[id] = eo
+		}
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	var cerr error
+	e.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{e.cfg.Topics.Jobs: offsets},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil && cerr == nil {
+						cerr = perr
+					}
+				}
+			}
+		})
+	if cerr != nil {
+		// Harmless: the next commit covers these offsets, and after a
+		// rebalance the next owner re-announces what it reads again.
+		e.log.Warn("offset commit failed", zap.Error(cerr))
+		return
+	}
+	for id, eo := range offsets {
+		if ps := e.parts[id]; ps != nil {
+			ps.committed = eo.Offset
+		}
+	}
+}
+
+func (e *Executor) sortedParts() []*partition {
+	out := make([]*partition, 0, len(e.parts))
+	for _, ps := range e.parts {
+		out = append(out, ps)
+	}
+	slices.SortFunc(out, func(a, b *partition) int { return int(a.id - b.id) })
+	return out
+}

@@ -1,0 +1,76 @@
+package executor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/executor/model/jsondoc"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
+)
+
+// Jobs written to the jobs topic by a plain client end WRITE_READY, with
+// contiguous operations whose stored hashes a replay reproduces, keyframes
+// every 10 revisions, and one write-ready record per job carrying its
+// operations.
+func TestJobsBecomeWriteReady(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	wr := b.reader(b.kenv.Names.WriteReady)
+	b.start(b.config())
+
+	const docs, perDoc = 5, 12
+	var all []*record.Job
+	perDocJobs := map[string][]string{}
+	for i := range docs {
+		j := createJob(docName(i), jsondoc.DocumentType)
+		all = append(all, j)
+	}
+	for seq := range perDoc {
+		for i := range docs {
+			j := patchJob(docName(i), seq)
+			all = append(all, j)
+			perDocJobs[docName(i)] = append(perDocJobs[docName(i)], j.JobID)
+		}
+	}
+	b.submit(all...)
+
+	results := b.waitResults(ids(all), 30*time.Second)
+	for _, j := range all {
+		r := results[j.JobID]
+		require.Equal(t, oplog.JobWriteReady, r.Status, "job %s: %+v", j.JobID, r.ErrorHistory)
+		require.Equal(t, j.DocumentID, r.DocumentID)
+		require.Len(t, r.Token.Coordinates, 1)
+	}
+	for i := range docs {
+		b.checkDocument(docName(i), jsondoc.DocumentType, perDocJobs[docName(i)])
+		kfs, err := b.store.ListKeyframes(context.Background(), oplog.StreamKey{DocumentID: docName(i), Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch})
+		require.NoError(t, err)
+		// A batch writes at most one keyframe per stream, at its head, once
+		// the revision crossed a multiple of 10.
+		require.NotEmpty(t, kfs, "a stream of %d operations has a keyframe", perDoc)
+		ops := b.readAll(kfs[0].Stream)
+		require.GreaterOrEqual(t, kfs[0].Index, int64(9))
+		require.Equal(t, ops[kfs[0].Index].Hash, kfs[0].Hash)
+	}
+
+	byJob := b.writeReadies(wr, ids(all), 30*time.Second)
+	for _, j := range all {
+		recs := byJob[j.JobID]
+		require.Len(t, recs, 1, "job %s announced once", j.JobID)
+		w := recs[0]
+		require.Equal(t, j.DocumentID, w.DocumentID)
+		require.Equal(t, jsondoc.DocumentType, w.DocumentType)
+		require.False(t, w.OperationsOmitted)
+		require.Len(t, w.Operations, 1)
+		op := w.Operations[0]
+		stored := b.readAll(op.Stream())[op.Index]
+		require.Equal(t, stored.OpID, op.OpID)
+		require.Equal(t, stored.Hash, op.Hash)
+		require.Equal(t, j.JobID, op.JobID)
+		require.Equal(t, results[j.JobID].Token, w.ConsistencyToken)
+	}
+}
