@@ -22,20 +22,8 @@ func TestJobsBecomeWriteReady(t *testing.T) {
 	wr := b.reader(b.kenv.Names.WriteReady)
 	b.start(b.config())
 
-	const docs, perDoc = 5, 12
-	var all []*record.Job
-	perDocJobs := map[string][]string{}
-	for i := range docs {
-		j := createJob(docName(i), jsondoc.DocumentType)
-		all = append(all, j)
-	}
-	for seq := range perDoc {
-		for i := range docs {
-			j := patchJob(docName(i), seq)
-			all = append(all, j)
-			perDocJobs[docName(i)] = append(perDocJobs[docName(i)], j.JobID)
-		}
-	}
+	const docs, perDoc = 5, 13
+	all, perDocJobs := interleaved(docs, perDoc)
 	b.submit(all...)
 
 	results := b.waitResults(ids(all), 30*time.Second)
@@ -51,7 +39,7 @@ func TestJobsBecomeWriteReady(t *testing.T) {
 		require.NoError(t, err)
 		// A batch writes at most one keyframe per stream, at its head, once
 		// the revision crossed a multiple of 10.
-		require.NotEmpty(t, kfs, "a stream of %d operations has a keyframe", perDoc)
+		require.NotEmpty(t, kfs, "a stream of %d operations has a keyframe", perDoc-1)
 		ops := b.readAll(kfs[0].Stream)
 		require.GreaterOrEqual(t, kfs[0].Index, int64(9))
 		require.Equal(t, ops[kfs[0].Index].Hash, kfs[0].Hash)
@@ -73,4 +61,48 @@ func TestJobsBecomeWriteReady(t *testing.T) {
 		require.Equal(t, j.JobID, op.JobID)
 		require.Equal(t, results[j.JobID].Token, w.ConsistencyToken)
 	}
+}
+
+// 200 documents × 20 jobs, interleaved across 12 partitions and handled by
+// two members: per document, operations in submission order, no gaps, no
+// duplicates, and every job announced.
+func TestManyDocumentsTwoMembers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 12)
+	wr := b.reader(b.kenv.Names.WriteReady)
+	b.start(b.config())
+	b.start(b.config())
+
+	const docs, perDoc = 200, 20
+	all, perDocJobs := interleaved(docs, perDoc)
+	start := time.Now()
+	b.submit(all...)
+
+	results := b.waitResults(ids(all), 45*time.Second)
+	t.Logf("%d jobs WRITE_READY %s after submission", len(all), time.Since(start).Round(time.Millisecond))
+	for _, j := range all {
+		require.Equal(t, oplog.JobWriteReady, results[j.JobID].Status, "job %s: %+v", j.JobID, results[j.JobID].ErrorHistory)
+	}
+	for i := range docs {
+		b.checkDocument(docName(i), jsondoc.DocumentType, perDocJobs[docName(i)])
+	}
+	b.writeReadies(wr, ids(all), 30*time.Second)
+}
+
+// interleaved builds, for each document, a create job and perDoc-1 patch
+// jobs, ordered round-robin across documents as concurrent producers would.
+func interleaved(docs, perDoc int) ([]*record.Job, map[string][]string) {
+	var all []*record.Job
+	perDocJobs := map[string][]string{}
+	for i := range docs {
+		all = append(all, createJob(docName(i), jsondoc.DocumentType))
+	}
+	for seq := 1; seq < perDoc; seq++ {
+		for i := range docs {
+			j := patchJob(docName(i), seq)
+			all = append(all, j)
+			perDocJobs[docName(i)] = append(perDocJobs[docName(i)], j.JobID)
+		}
+	}
+	return all, perDocJobs
 }
