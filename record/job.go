@@ -76,7 +76,11 @@ func (j *Job) BranchOrDefault() string {
 
 // Validate checks the job against the doclog.job.v1 contract. It returns a
 // *ValidationError naming the first offending field.
-func (j *Job) Validate() error {
+func (j *Job) Validate() error { return j.validate(true) }
+
+// validate skips re-scanning raw JSON (input, context, meta) when checkRaw is
+// false: after decoding, encoding/json has already proved it valid.
+func (j *Job) validate(checkRaw bool) error {
 	bad := func(field string, t ErrorType, format string, args ...any) error {
 		return &ValidationError{Schema: SchemaJobV1, Field: field, Reason: fmt.Sprintf(format, args...), Type: t}
 	}
@@ -116,10 +120,10 @@ func (j *Job) Validate() error {
 		if a.TimestampUtcMs < 0 {
 			return bad(field+".timestampUtcMs", ErrInvalidAction, "negative (%d)", a.TimestampUtcMs)
 		}
-		if len(a.Input) > 0 && !json.Valid(a.Input) {
+		if checkRaw && len(a.Input) > 0 && !json.Valid(a.Input) {
 			return bad(field+".input", ErrInvalidAction, "not valid JSON")
 		}
-		if len(a.Context) > 0 && !isObject(a.Context) {
+		if len(a.Context) > 0 && !isObject(a.Context, checkRaw) {
 			return bad(field+".context", ErrInvalidAction, "not a JSON object")
 		}
 	}
@@ -143,7 +147,7 @@ func (j *Job) Validate() error {
 	if j.MaxRetries != nil && (*j.MaxRetries < 0 || *j.MaxRetries > MaxRetriesCap) {
 		return bad("maxRetries", ErrDecode, "%d is outside 0..%d", *j.MaxRetries, MaxRetriesCap)
 	}
-	if len(j.Meta) > 0 && !isObject(j.Meta) {
+	if len(j.Meta) > 0 && !isObject(j.Meta, checkRaw) {
 		return bad("meta", ErrDecode, "not a JSON object")
 	}
 	if j.SubmittedAtUtcMs < 0 {
@@ -295,7 +299,7 @@ func parseJob(value []byte) (*Job, error) {
 			Input: nullAsAbsent(a.Input), Context: nullAsAbsent(a.Context),
 		}
 	}
-	if err := j.Validate(); err != nil {
+	if err := j.validate(false); err != nil {
 		return nil, invalid(SchemaJobV1, len(value), err)
 	}
 	return j, nil

@@ -44,7 +44,7 @@ func TestJobRoundTrip(t *testing.T) {
 func TestJobEncodingMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	j := sampleJob()
-	j.DocumentID = "d\"\\\n\t\x01\u2028<>&é😀\xff"
+	j.DocumentID = "d\"\\\n\t\x01\b\f\x1f\u2028<>&é😀\xff\xe2\x80"
 	j.Actions[0].Type = "T\u2029"
 	j.Actions[0].Input = json.RawMessage("{ \"a\" : [1, 2,\n\t\"x y\"] }")
 	got := j.AppendJSON(nil)

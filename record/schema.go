@@ -190,9 +190,11 @@ func nullAsAbsent(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-func isObject(raw []byte) bool {
+// isObject reports whether raw is a JSON object; with checkRaw false it
+// trusts raw to be valid JSON and looks only at its first byte.
+func isObject(raw []byte, checkRaw bool) bool {
 	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
+	return len(t) > 0 && t[0] == '{' && (!checkRaw || json.Valid(raw))
 }
 
 // checkUUID returns why s is not a UUID in canonical lowercase form, or "".

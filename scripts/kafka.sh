@@ -101,12 +101,13 @@ build_probe() {
 	(cd "$ROOT" && go build -o "$PROBE" ./internal/kafka/kafkaready) || die "building the readiness probe failed"
 }
 
-# free_port prints a localhost port nothing listens on. Kafka binds it a
-# moment later; a collision in between is unlikely and fails loudly.
+# free_port prints a localhost port nothing listens on, below Linux's
+# ephemeral range so no outgoing connection holds it. Kafka binds it a moment
+# later; a collision in between is unlikely and fails loudly.
 free_port() {
 	local p i
 	for i in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0
