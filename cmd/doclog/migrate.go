@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/doclog/doclog/log/postgres"
@@ -40,13 +39,13 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		Use:   "migrate",
 		Short: "Apply pending schema migrations (safe to run from many processes at once)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withPool(cmd.Context(), dbURL, func(ctx context.Context, pool *pgxpool.Pool) error {
-				applied, err := postgres.Migrate(ctx, pool)
+			return withStore(cmd.Context(), dbURL, func(ctx context.Context, store *postgres.Store) error {
+				applied, err := store.Migrate(ctx)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(out, "applied %d migration(s)\n", len(applied))
-				return printStatus(ctx, out, pool)
+				return printStatus(ctx, out, store)
 			})
 		},
 	}
@@ -54,8 +53,8 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		Use:   "status",
 		Short: "List migrations and whether each is applied",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withPool(cmd.Context(), dbURL, func(ctx context.Context, pool *pgxpool.Pool) error {
-				return printStatus(ctx, out, pool)
+			return withStore(cmd.Context(), dbURL, func(ctx context.Context, store *postgres.Store) error {
+				return printStatus(ctx, out, store)
 			})
 		},
 	})
@@ -63,23 +62,23 @@ func newRootCmd(out io.Writer) *cobra.Command {
 	return root
 }
 
-func withPool(ctx context.Context, flag string, fn func(context.Context, *pgxpool.Pool) error) error {
+func withStore(ctx context.Context, flag string, fn func(context.Context, *postgres.Store) error) error {
 	url, err := databaseURL(flag)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, url)
+	store, err := postgres.Open(ctx, url)
 	if err != nil {
-		return fmt.Errorf("connecting to Postgres: %w", err)
+		return err
 	}
-	defer pool.Close()
-	return fn(ctx, pool)
+	defer store.Close()
+	return fn(ctx, store)
 }
 
-func printStatus(ctx context.Context, out io.Writer, pool *pgxpool.Pool) error {
-	statuses, err := postgres.MigrationStatuses(ctx, pool)
+func printStatus(ctx context.Context, out io.Writer, store *postgres.Store) error {
+	statuses, err := store.MigrationStatuses(ctx)
 	if err != nil {
 		return err
 	}

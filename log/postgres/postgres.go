@@ -15,6 +15,9 @@
 package postgres
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	oplog "github.com/doclog/doclog/log"
@@ -22,7 +25,8 @@ import (
 
 // Store is a log.Store backed by Postgres. It is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	owned bool // Close closes pool
 }
 
 var _ oplog.Store = (*Store)(nil)
@@ -34,3 +38,37 @@ func New(pool *pgxpool.Pool) *Store {
 
 // Pool returns the pool the store uses, for health checks and metrics.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Open connects a pool to url and returns a Store over it that owns the pool:
+// Close closes it. It lets callers outside the Postgres stores use the log
+// without importing pgx.
+func Open(ctx context.Context, url string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to Postgres: %w", err)
+	}
+	return &Store{pool: pool, owned: true}, nil
+}
+
+// Close closes the pool if the store opened it (Open); a store made with New
+// leaves its pool to the caller.
+func (s *Store) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
+}
+
+// Ping reports whether the database answers, for readiness checks.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Migrate applies pending migrations (see the package function Migrate).
+func (s *Store) Migrate(ctx context.Context) ([]int, error) { return Migrate(ctx, s.pool) }
+
+// MigrationStatuses lists migrations (see the package function).
+func (s *Store) MigrationStatuses(ctx context.Context) ([]MigrationStatus, error) {
+	return MigrationStatuses(ctx, s.pool)
+}
