@@ -2,6 +2,8 @@ package executor_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,3 +108,42 @@ func interleaved(docs, perDoc int) ([]*record.Job, map[string][]string) {
 	}
 	return all, perDocJobs
 }
+
+// A member killed after its Postgres commit and before it produced: on
+// restart, no job is applied twice and every write-ready record is produced
+// (the committed jobs are re-announced from the log).
+func TestKilledAfterAppendReannounces(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	wr := b.reader(b.kenv.Names.WriteReady)
+	all, perDocJobs := interleaved(20, 6)
+	b.submit(all...)
+
+	var appends atomic.Int32
+	cfg := b.config()
+	cfg.AfterAppend = func() error {
+		appends.Add(1)
+		return errKilled
+	}
+	killed := b.start(cfg)
+	require.ErrorIs(t, killed.wait(30*time.Second), errKilled)
+	require.EqualValues(t, 1, appends.Load())
+	committed, err := b.store.JobResults(context.Background(), ids(all))
+	require.NoError(t, err)
+	require.NotEmpty(t, committed, "the killed member committed its first batch")
+
+	b.start(b.config())
+	results := b.waitResults(ids(all), 30*time.Second)
+	for _, j := range all {
+		require.Equal(t, oplog.JobWriteReady, results[j.JobID].Status)
+		if c, ok := committed[j.JobID]; ok {
+			require.Equal(t, c.CreatedAt, results[j.JobID].CreatedAt, "job %s was settled once", j.JobID)
+		}
+	}
+	for i := range 20 {
+		b.checkDocument(docName(i), jsondoc.DocumentType, perDocJobs[docName(i)])
+	}
+	b.writeReadies(wr, ids(all), 30*time.Second)
+}
+
+var errKilled = errors.New("killed between the append and the produce")

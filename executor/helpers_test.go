@@ -102,15 +102,19 @@ func (b *bundle) config() executor.Config {
 // member is a running executor.
 type member struct {
 	e    *executor.Executor
-	done chan error
+	done chan struct{}
+	err  error // Run's result, once done is closed
 }
 
 func (b *bundle) start(cfg executor.Config) *member {
 	b.t.Helper()
 	e, err := executor.New(cfg)
 	require.NoError(b.t, err)
-	m := &member{e: e, done: make(chan error, 1)}
-	go func() { m.done <- e.Run(context.Background()) }()
+	m := &member{e: e, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		m.err = e.Run(context.Background())
+	}()
 	b.t.Cleanup(m.stop)
 	return m
 }
@@ -118,10 +122,16 @@ func (b *bundle) start(cfg executor.Config) *member {
 // stop closes the member and waits for Run to return.
 func (m *member) stop() {
 	m.e.Close()
+	m.wait(30 * time.Second)
+}
+
+// wait waits for Run to return and gives its result.
+func (m *member) wait(within time.Duration) error {
 	select {
 	case <-m.done:
-	case <-time.After(30 * time.Second):
-		panic("executor did not stop within 30s")
+		return m.err
+	case <-time.After(within):
+		panic(fmt.Sprintf("executor did not stop within %s", within))
 	}
 }
 
