@@ -1,0 +1,272 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
+)
+
+// IssueKind classifies what a validation found.
+type IssueKind string
+
+const (
+	// IssueStreamOrder: indexes are not contiguous from 0, or effective
+	// operations' timestamps run backwards (the stored order contradicts
+	// them).
+	IssueStreamOrder IssueKind = "stream-order"
+	// IssueHash: replaying the stream does not reproduce a stored hash, or
+	// an operation cannot be replayed at all.
+	IssueHash IssueKind = "hash"
+	// IssueKeyframe: a keyframe's state does not hash to its hash, or its
+	// hash differs from the replayed state at its index, or it lies beyond
+	// the stream's head.
+	IssueKeyframe IssueKind = "keyframe"
+	// IssueSnapshot: a projection's snapshot disagrees with the replay.
+	IssueSnapshot IssueKind = "snapshot"
+)
+
+// Issue is one finding of ValidateDocument.
+type Issue struct {
+	Kind    IssueKind       `json:"kind"`
+	Stream  oplog.StreamKey `json:"stream"`
+	Index   int64           `json:"index"`
+	Message string          `json:"message"`
+}
+
+// StreamReport summarises one validated stream.
+type StreamReport struct {
+	Stream    oplog.StreamKey `json:"stream"`
+	Revision  int64           `json:"revision"`
+	Hash      string          `json:"hash"`
+	Keyframes int             `json:"keyframes"`
+}
+
+// ValidationReport is the outcome of ValidateDocument. Consistent is true
+// when Issues is empty.
+type ValidationReport struct {
+	DocumentID string         `json:"documentId"`
+	Branch     string         `json:"branch"`
+	Consistent bool           `json:"consistent"`
+	Streams    []StreamReport `json:"streams"`
+	Issues     []Issue        `json:"issues"`
+}
+
+// SnapshotSource gives a projection's stored hash of a stream, for
+// comparing projections with the log. ok is false when it holds none.
+type SnapshotSource interface {
+	SnapshotHash(ctx context.Context, stream oplog.StreamKey) (index int64, hash string, ok bool, err error)
+}
+
+// ErrDocumentNotFound reports a document with no operations on the branch.
+var ErrDocumentNotFound = errors.New("document not found")
+
+// ValidateDocument replays every stream of a document from index 0 and
+// reports stream-order, hash, keyframe and (with snapshots) snapshot issues.
+// It reads only; an error is returned for failures to read, never for what it
+// finds.
+func ValidateDocument(ctx context.Context, store oplog.Store, reg *model.Registry, snapshots SnapshotSource, documentID, branch string) (ValidationReport, error) {
+	rep := ValidationReport{DocumentID: documentID, Branch: branch, Issues: []Issue{}}
+	revs, err := store.Revisions(ctx, documentID, branch)
+	if err != nil {
+		return rep, fmt.Errorf("validating %s: %w", documentID, err)
+	}
+	if len(revs.Revision) == 0 {
+		return rep, fmt.Errorf("validating %s on %s: %w", documentID, branch, ErrDocumentNotFound)
+	}
+	for _, scope := range sortedScopes(revs.Revision) {
+		k := oplog.StreamKey{DocumentID: documentID, Scope: scope, Branch: branch}
+		sr, issues, err := validateStream(ctx, store, reg, snapshots, k)
+		if err != nil {
+			return rep, err
+		}
+		rep.Streams = append(rep.Streams, sr)
+		rep.Issues = append(rep.Issues, issues...)
+	}
+	rep.Consistent = len(rep.Issues) == 0
+	return rep, nil
+}
+
+func sortedScopes(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	// The document scope first: its state governs how the others reduce.
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i] == oplog.ScopeDocument) != (out[j] == oplog.ScopeDocument) {
+			return out[i] == oplog.ScopeDocument
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+func validateStream(ctx context.Context, store oplog.Store, reg *model.Registry, snapshots SnapshotSource, k oplog.StreamKey) (StreamReport, []Issue, error) {
+	var issues []Issue
+	add := func(kind IssueKind, idx int64, format string, args ...any) {
+		issues = append(issues, Issue{Kind: kind, Stream: k, Index: idx, Message: fmt.Sprintf(format, args...)})
+	}
+	ops, err := store.ReadStream(ctx, k, 0, 0)
+	if err != nil {
+		return StreamReport{}, nil, fmt.Errorf("validating %s: %w", k, err)
+	}
+	kfs, err := store.ListKeyframes(ctx, k)
+	if err != nil {
+		return StreamReport{}, nil, fmt.Errorf("validating %s: %w", k, err)
+	}
+	sr := StreamReport{Stream: k, Revision: int64(len(ops)), Keyframes: len(kfs)}
+	docType := ""
+	if len(ops) > 0 {
+		docType = ops[0].DocumentType
+	}
+
+	for i, op := range ops {
+		if op.Index != int64(i) {
+			add(IssueStreamOrder, op.Index, "operation at position %d has index %d: indexes are not contiguous from 0", i, op.Index)
+			return sr, issues, nil // nothing after a gap can be replayed
+		}
+		if i > 0 && op.Skip == 0 && op.TimestampUtcMs < ops[i-1].TimestampUtcMs {
+			add(IssueStreamOrder, op.Index, "timestamp %d is before the previous operation's %d (descending)", op.TimestampUtcMs, ops[i-1].TimestampUtcMs)
+		}
+	}
+
+	// Replay in runs that end at each keyframe's index, comparing as we go.
+	kfAt := make(map[int64]oplog.Keyframe, len(kfs))
+	for _, kf := range kfs {
+		if kf.Index >= int64(len(ops)) {
+			add(IssueKeyframe, kf.Index, "keyframe at index %d is beyond the stream's last index %d", kf.Index, len(ops)-1)
+			continue
+		}
+		if _, err := model.FromKeyframe(kf); err != nil {
+			add(IssueKeyframe, kf.Index, "keyframe state does not verify: %v", err)
+			continue
+		}
+		kfAt[kf.Index] = kf
+	}
+	st := model.NewStreamState(k, docType)
+	if err := reg.Replay(st, ops); err != nil {
+		idx := int64(-1)
+		var hm *model.HashMismatch
+		if errors.As(err, &hm) {
+			idx = hm.Index
+		}
+		add(IssueHash, idx, "%s", err.Error())
+		return sr, issues, nil
+	}
+	sr.Hash = st.Hash
+	// Replay proved every stored hash, so a keyframe is right exactly when
+	// its hash is the stored hash of the operation it is labelled by.
+	for _, kf := range kfs {
+		if want, ok := kfAt[kf.Index]; ok && want.Hash != ops[kf.Index].Hash {
+			add(IssueKeyframe, kf.Index, "keyframe hash %s differs from the replayed state's %s", want.Hash, ops[kf.Index].Hash)
+		}
+	}
+
+	if snapshots != nil && len(ops) > 0 {
+		idx, hash, ok, err := snapshots.SnapshotHash(ctx, k)
+		if err != nil {
+			return sr, issues, fmt.Errorf("validating %s: %w", k, err)
+		}
+		switch {
+		case !ok:
+			add(IssueSnapshot, int64(len(ops)-1), "the projection holds no snapshot of the stream")
+		case idx != int64(len(ops)-1):
+			add(IssueSnapshot, idx, "the snapshot is at index %d, the log's head at %d", idx, len(ops)-1)
+		case hash != st.Hash:
+			add(IssueSnapshot, idx, "snapshot hash %s differs from the replayed state's %s", hash, st.Hash)
+		}
+	}
+	return sr, issues, nil
+}
+
+// KeyframeRebuild reports what RebuildKeyframes did to one stream.
+type KeyframeRebuild struct {
+	Stream  oplog.StreamKey `json:"stream"`
+	Deleted int64           `json:"deleted"`
+	Written int             `json:"written"`
+}
+
+// RebuildKeyframes replays every stream of a document from index 0, deletes
+// its keyframes and writes fresh ones every interval revisions (labelled by
+// their last operation's index). A stream that does not replay cleanly is left
+// untouched and reported as an error: its keyframes are not the problem.
+func RebuildKeyframes(ctx context.Context, store oplog.Store, reg *model.Registry, documentID, branch string, interval int) ([]KeyframeRebuild, error) {
+	if interval <= 0 {
+		return nil, fmt.Errorf("rebuilding keyframes of %s: interval must be positive, got %d", documentID, interval)
+	}
+	revs, err := store.Revisions(ctx, documentID, branch)
+	if err != nil {
+		return nil, fmt.Errorf("rebuilding keyframes of %s: %w", documentID, err)
+	}
+	if len(revs.Revision) == 0 {
+		return nil, fmt.Errorf("rebuilding keyframes of %s on %s: %w", documentID, branch, ErrDocumentNotFound)
+	}
+	var out []KeyframeRebuild
+	for _, scope := range sortedScopes(revs.Revision) {
+		k := oplog.StreamKey{DocumentID: documentID, Scope: scope, Branch: branch}
+		ops, err := store.ReadStream(ctx, k, 0, 0)
+		if err != nil {
+			return out, fmt.Errorf("rebuilding keyframes of %s: %w", k, err)
+		}
+		fresh, err := keyframesOf(reg, k, ops, interval)
+		if err != nil {
+			return out, fmt.Errorf("rebuilding keyframes of %s: replay failed, keyframes left as they are: %w", k, err)
+		}
+		deleted, err := store.DeleteKeyframes(ctx, k)
+		if err != nil {
+			return out, fmt.Errorf("rebuilding keyframes of %s: %w", k, err)
+		}
+		for _, kf := range fresh {
+			if err := store.PutKeyframe(ctx, kf); err != nil {
+				return out, fmt.Errorf("rebuilding keyframes of %s: %w", k, err)
+			}
+		}
+		out = append(out, KeyframeRebuild{Stream: k, Deleted: deleted, Written: len(fresh)})
+	}
+	return out, nil
+}
+
+// keyframesOf replays a stream and renders its state every interval
+// revisions. Without skips one pass suffices; an operation with a skip
+// rewrites history before it, so then each keyframe is replayed from index 0.
+func keyframesOf(reg *model.Registry, k oplog.StreamKey, ops []oplog.Operation, interval int) ([]oplog.Keyframe, error) {
+	var fresh []oplog.Keyframe
+	skips := false
+	for i := range ops {
+		skips = skips || ops[i].Skip > 0
+	}
+	st := model.NewStreamState(k, ops[0].DocumentType)
+	for i := range ops {
+		if (i+1)%interval != 0 {
+			if !skips {
+				if err := reg.Replay(st, ops[i:i+1]); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if skips {
+			var err error
+			if st, err = reg.ReplayStream(k, ops[0].DocumentType, ops[:i+1]); err != nil {
+				return nil, err
+			}
+		} else if err := reg.Replay(st, ops[i:i+1]); err != nil {
+			return nil, err
+		}
+		kf, err := st.Keyframe()
+		if err != nil {
+			return nil, err
+		}
+		fresh = append(fresh, kf)
+	}
+	if skips { // prove the whole stream even past the last keyframe
+		if _, err := reg.ReplayStream(k, ops[0].DocumentType, ops); err != nil {
+			return nil, err
+		}
+	}
+	return fresh, nil
+}
