@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/spf13/cobra"
+
+	"github.com/doclog/doclog/log/postgres"
+)
+
+func newMigrateCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "migrate", Short: "Schema migrations of the operation log"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "up",
+		Short: "Apply pending migrations (safe to run from many processes at once)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
+				applied, err := s.Migrate(ctx)
+				if err != nil {
+					return err
+				}
+				if g.output == "table" {
+					fmt.Fprintf(g.out, "applied %d migration(s)\n", len(applied))
+				}
+				return g.migrationStatus(ctx, s)
+			})
+		},
+	}, &cobra.Command{
+		Use:   "status",
+		Short: "List migrations and whether each is applied",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withStore(cmd.Context(), g.migrationStatus)
+		},
+	})
+	return cmd
+}
+
+func (g *globals) withStore(ctx context.Context, fn func(context.Context, *postgres.Store) error) error {
+	ctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	s, err := g.store(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(ctx, s)
+}
+
+type migrationRow struct {
+	Version   int        `json:"version"`
+	Name      string     `json:"name"`
+	Applied   bool       `json:"applied"`
+	AppliedAt *time.Time `json:"appliedAt,omitempty"`
+}
+
+func (g *globals) migrationStatus(ctx context.Context, s *postgres.Store) error {
+	statuses, err := s.MigrationStatuses(ctx)
+	if err != nil {
+		return err
+	}
+	rows := make([]migrationRow, len(statuses))
+	for i, st := range statuses {
+		rows[i] = migrationRow{Version: st.Version, Name: st.Name, Applied: st.Applied()}
+		if st.Applied() {
+			at := st.AppliedAt.UTC()
+			rows[i].AppliedAt = &at
+		}
+	}
+	return g.render(rows, func(t table.Writer) {
+		t.AppendHeader(table.Row{"version", "name", "applied at"})
+		for _, r := range rows {
+			at := "pending"
+			if r.AppliedAt != nil {
+				at = r.AppliedAt.Format(time.RFC3339)
+			}
+			t.AppendRow(table.Row{fmt.Sprintf("%03d", r.Version), r.Name, at})
+		}
+	})
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/spf13/cobra"
+
+	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/executor/model/builtin"
+	"github.com/doclog/doclog/internal/config"
+	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/log/postgres"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitProblems = 3
+)
+
+// usageError marks errors in flags or configuration (exit 2).
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// problemsFound marks a command that ran and found problems (exit 3); what
+// it found has been written already.
+var errProblemsFound = errors.New("problems found")
+
+// globals are the settings every command shares, from flags or DOCLOG_*.
+type globals struct {
+	databaseURL string
+	kafkaSeeds  []string
+	topicPrefix string
+	output      string
+	timeout     time.Duration
+
+	out, errOut io.Writer
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	root := newRoot(out, errOut)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errProblemsFound):
+		return exitProblems
+	case errors.As(err, &ue):
+		fmt.Fprintln(errOut, "doclogctl:", err)
+		return exitUsage
+	default:
+		fmt.Fprintln(errOut, "doclogctl:", err)
+		return exitFailed
+	}
+}
+
+func newRoot(out, errOut io.Writer) *cobra.Command {
+	g := &globals{out: out, errOut: errOut}
+	root := &cobra.Command{
+		Use:           "doclogctl",
+		Short:         "Operate doclog: migrations, topics, jobs, dead letters, projectors, documents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
+				return usageError{err}
+			}
+			if g.databaseURL == "" {
+				g.databaseURL = os.Getenv("DATABASE_URL")
+			}
+			if g.output != "table" && g.output != "json" {
+				return usagef("--output must be table or json, not %q", g.output)
+			}
+			return nil
+		},
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.databaseURL, "database-url", "", "Postgres URL of the operation log (also DATABASE_URL)")
+	pf.StringSliceVar(&g.kafkaSeeds, "kafka-seeds", []string{"localhost:9092"}, "Kafka bootstrap brokers")
+	pf.StringVar(&g.topicPrefix, "topic-prefix", "", "prefix of doclog's topic names")
+	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	pf.DurationVar(&g.timeout, "timeout", 2*time.Minute, "bound on the whole command")
+	config.AnnotateUsage(pf)
+
+	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g))
+	return root
+}
+
+// store opens the operation log.
+func (g *globals) store(ctx context.Context) (*postgres.Store, error) {
+	if g.databaseURL == "" {
+		return nil, usagef("no database: set --database-url, DOCLOG_DATABASE_URL or DATABASE_URL")
+	}
+	return postgres.Open(ctx, g.databaseURL)
+}
+
+func (g *globals) kafka() kafka.Config {
+	return kafka.Config{Seeds: g.kafkaSeeds, ClientID: "doclogctl"}.WithDefaults()
+}
+
+func (g *globals) registry() (*model.Registry, error) {
+	return builtin.NewRegistry()
+}
+
+// withTimeout bounds a command by --timeout.
+func (g *globals) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, g.timeout)
+}
+
+// render writes v as indented JSON with -o json, or as the table fill builds.
+func (g *globals) render(v any, fill func(t table.Writer)) error {
+	if g.output == "json" {
+		enc := json.NewEncoder(g.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	t := table.NewWriter()
+	t.SetOutputMirror(g.out)
+	t.SetStyle(table.StyleLight)
+	fill(t)
+	t.Render()
+	return nil
+}
