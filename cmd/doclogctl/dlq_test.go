@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/record"
@@ -99,4 +100,44 @@ func TestDLQ(t *testing.T) {
 	code, out, _ = ctl(t, append([]string{"dlq", "list", "-o", "json"}, args...)...)
 	require.Equal(t, exitOK, code)
 	require.JSONEq(t, `[]`, out)
+}
+
+func TestJobsSubmit(t *testing.T) {
+	t.Parallel()
+	env := testenv.Kafka(t)
+	topics := env.CreateTopics()
+	args := []string{"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topic-prefix", env.Topics.Prefix}
+
+	code, out, errOut := ctl(t, append([]string{"jobs", "submit", "--document-id", "doc-9", "--type", "doclog/json",
+		"--actions", `[{"type":"MERGE_PATCH","scope":"global","input":{"a":1}}]`, "--idempotency-key", "k-1", "-o", "json"}, args...)...)
+	require.Equal(t, exitOK, code, errOut)
+	var res oplog.JobResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, oplog.JobPending, res.Status)
+	require.Equal(t, model.JobIDFromIdempotencyKey("k-1"), res.JobID, "the idempotency key fixes the job id")
+
+	code, _, errOut = ctl(t, append([]string{"jobs", "submit", "--document-id", "doc-9"}, args...)...)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "--type")
+	code, _, errOut = ctl(t, append([]string{"jobs", "submit", "--document-id", "doc-9", "--type", "doclog/json", "--kind", "explode"}, args...)...)
+	require.Equal(t, exitUsage, code, "the record contract refuses an unknown kind")
+	require.Contains(t, errOut, "kind")
+
+	consumer := env.Client(kgo.ConsumeTopics(topics.Jobs), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got *record.Job
+	for got == nil {
+		fs := consumer.PollFetches(fctx)
+		require.NoError(t, fctx.Err())
+		fs.EachRecord(func(r *kgo.Record) {
+			j, err := record.DecodeJob(r)
+			require.NoError(t, err)
+			got = j
+		})
+	}
+	require.Equal(t, res.JobID, got.JobID)
+	require.Equal(t, "doc-9", got.DocumentID)
+	require.Equal(t, res.JobID+":0", got.Actions[0].ID, "an action without id gets one from the job")
+	require.JSONEq(t, `{"a":1}`, string(got.Actions[0].Input))
 }
