@@ -1,0 +1,107 @@
+package analytics_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/analytics"
+)
+
+// TestApplyRows checks the rows one batch leaves: every operation with its
+// columns, and a documents row built from the changed streams and the stored
+// heads of the others.
+func TestApplyRows(t *testing.T) {
+	t.Parallel()
+	p := newProjector(t)
+	w := newWriter(t)
+	tx := &fakeTx{heads: map[oplog.StreamKey]projectors.Head{}}
+
+	apply(t, p, tx, merge(w.create("d1", "first"), w.patch("d1", oplog.ScopeGlobal, 1), w.patch("d1", oplog.ScopeGlobal, 2))...)
+	// Only the local scope changes: the documents row still carries the
+	// header and the global revision, read from the stored heads.
+	apply(t, p, tx, w.patch("d1", oplog.ScopeLocal, 3))
+
+	db := p.Database()
+	ops := query(t, p, "SELECT scope, idx, document_type, action_type, ordinal, skip, model_version, written_at_utc_ms - timestamp_utc_ms, "+
+		"position(action_json, '\"type\":\"MERGE_PATCH\"') > 0 FROM "+db+".operations FINAL ORDER BY ordinal")
+	require.Equal(t, [][]string{
+		{"document", "0", "doclog/json", "CREATE_DOCUMENT", "1", "0", "1", "40", "0"},
+		{"global", "0", "doclog/json", "MERGE_PATCH", "2", "0", "1", "40", "1"},
+		{"global", "1", "doclog/json", "MERGE_PATCH", "3", "0", "1", "40", "1"},
+		{"local", "0", "doclog/json", "MERGE_PATCH", "4", "0", "1", "40", "1"},
+	}, ops)
+
+	docs := query(t, p, "SELECT document_id, document_type, name, slug, is_deleted, revision_document, revision_global, revision_local, "+
+		"operation_count, last_ordinal, last_modified_utc_ms = (SELECT max(timestamp_utc_ms) FROM "+db+".operations) FROM "+db+".documents FINAL")
+	require.Equal(t, [][]string{{"d1", "doclog/json", "doc d1", "first", "0", "1", "2", "1", "4", "4", "1"}}, docs)
+
+	apply(t, p, tx, w.remove("d1"))
+	docs = query(t, p, "SELECT is_deleted, deleted_at_utc_ms > created_at_utc_ms, operation_count FROM "+db+".documents FINAL")
+	require.Equal(t, [][]string{{"1", "1", "5"}}, docs)
+}
+
+// TestApplyTwiceChangesNoCount applies the same batches again, as a crash
+// between the ClickHouse insert and the Postgres commit would, and out of
+// order: deduplicated counts and the documents rows do not change.
+func TestApplyTwiceChangesNoCount(t *testing.T) {
+	t.Parallel()
+	p := newProjector(t)
+	w := newWriter(t)
+	tx := &fakeTx{heads: map[oplog.StreamKey]projectors.Head{}}
+	var batches [][]projectors.Change
+	for _, doc := range []string{"a", "b", "c"} {
+		batches = append(batches, merge(w.create(doc, doc), w.patch(doc, oplog.ScopeGlobal, 1)))
+	}
+	batches = append(batches, []projectors.Change{w.patch("a", oplog.ScopeGlobal, 2), w.patch("b", oplog.ScopeLocal, 2)})
+	batches = append(batches, []projectors.Change{w.remove("c")})
+	for _, b := range batches {
+		apply(t, p, tx, b...)
+	}
+	db := p.Database()
+	countsBefore := query(t, p, "SELECT document_id, count() FROM "+db+".operations FINAL GROUP BY document_id ORDER BY document_id")
+	require.Equal(t, [][]string{{"a", "3"}, {"b", "3"}, {"c", "3"}}, countsBefore)
+	docsBefore := query(t, p, "SELECT document_id, operation_count, is_deleted FROM "+db+".documents FINAL ORDER BY document_id")
+
+	// The stored heads are those of the end; replaying an earlier batch
+	// rebuilds its rows from them, as a re-delivery after a crash would.
+	for i := len(batches) - 1; i >= 0; i-- {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		require.NoError(t, p.Apply(ctx, tx, batches[i]))
+		cancel()
+	}
+	for _, b := range batches {
+		apply(t, p, tx, b...)
+	}
+	// The copies stay until a background merge, which may already have run.
+	require.GreaterOrEqual(t, scalar(t, p, "SELECT count() FROM "+db+".operations"), uint64(9))
+	require.Equal(t, countsBefore, query(t, p, "SELECT document_id, count() FROM "+db+".operations FINAL GROUP BY document_id ORDER BY document_id"))
+	require.Equal(t, countsBefore, query(t, p, "SELECT document_id, uniqExact(scope, branch, idx) FROM "+db+".operations GROUP BY document_id ORDER BY document_id"))
+	require.Equal(t, docsBefore, query(t, p, "SELECT document_id, operation_count, is_deleted FROM "+db+".documents FINAL ORDER BY document_id"))
+
+	counts, err := p.OperationCounts(context.Background(), oplog.DefaultBranch)
+	require.NoError(t, err)
+	require.Equal(t, map[string]uint64{"a": 3, "b": 3, "c": 3}, counts)
+
+	// A merge removes the copies for good.
+	require.NoError(t, p.Conn().Exec(context.Background(), "OPTIMIZE TABLE "+db+".operations FINAL"))
+	require.Equal(t, uint64(9), scalar(t, p, "SELECT count() FROM "+db+".operations"))
+}
+
+// TestApplyInsertError reports an insert ClickHouse refused as *InsertError.
+func TestApplyInsertError(t *testing.T) {
+	t.Parallel()
+	p := newProjector(t)
+	w := newWriter(t)
+	require.NoError(t, p.Conn().Exec(context.Background(), "DROP TABLE "+p.Database()+".operations"))
+	err := p.Apply(context.Background(), &fakeTx{heads: map[oplog.StreamKey]projectors.Head{}}, []projectors.Change{w.create("x", "x")})
+	var ie *analytics.InsertError
+	require.True(t, errors.As(err, &ie), "got %v", err)
+	require.Equal(t, analytics.TableOperations, ie.Table)
+	require.Equal(t, 1, ie.Rows)
+}
