@@ -181,18 +181,22 @@ func (b *bundle) waitResults(ids []string, within time.Duration) map[string]oplo
 	deadline := time.Now().Add(within)
 	for {
 		got := map[string]oplog.JobResult{}
+		var err error
 		for chunk := range slices.Chunk(ids, 1000) {
-			res, err := b.store.JobResults(context.Background(), chunk)
-			require.NoError(b.t, err)
+			var res map[string]oplog.JobResult
+			// An error (a connection a restart broke) counts as not yet.
+			if res, err = b.store.JobResults(context.Background(), chunk); err != nil {
+				break
+			}
 			for k, v := range res {
 				got[k] = v
 			}
 		}
-		if len(got) == len(ids) {
+		if err == nil && len(got) == len(ids) {
 			return got
 		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("%d of %d jobs have a result after %s", len(got), len(ids), within)
+			b.t.Fatalf("%d of %d jobs have a result after %s (last error: %v)", len(got), len(ids), within, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
