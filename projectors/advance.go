@@ -1,0 +1,277 @@
+package projectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	oplog "github.com/doclog/doclog/log"
+
+	"github.com/doclog/doclog/executor/model"
+)
+
+// want is what a batch knows about one stream: the operations it carries
+// (possibly none, duplicated, out of order or with holes) and the highest
+// index known to be committed in the log.
+type want struct {
+	stream       oplog.StreamKey
+	documentType string
+	upTo         int64
+	ops          []oplog.Operation
+}
+
+// wants collects the streams of a batch.
+type wants map[oplog.StreamKey]*want
+
+func (w wants) add(stream oplog.StreamKey, documentType string, upTo int64, ops []oplog.Operation) {
+	x := w[stream]
+	if x == nil {
+		x = &want{stream: stream, documentType: documentType, upTo: -1}
+		w[stream] = x
+	}
+	x.upTo = max(x.upTo, upTo)
+	x.ops = append(x.ops, ops...)
+	if x.documentType == "" {
+		x.documentType = documentType
+	}
+}
+
+func (w wants) keys() []oplog.StreamKey {
+	keys := make([]oplog.StreamKey, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sortStreams(keys)
+	return keys
+}
+
+func sortStreams(keys []oplog.StreamKey) {
+	slices.SortFunc(keys, func(a, b oplog.StreamKey) int {
+		if c := strings.Compare(a.DocumentID, b.DocumentID); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Scope, b.Scope); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Branch, b.Branch)
+	})
+}
+
+// outcome is what one advance did, reported after its transaction commits.
+type outcome struct {
+	changes     []Change
+	applied     int // operations applied
+	healed      int // operations read from the log (gaps, omitted, reconciler)
+	skipped     int // operations already applied (re-delivery)
+	waiting     int // streams left alone because they are quarantined
+	quarantines []Quarantine
+}
+
+// advancer moves streams forward inside a batch transaction.
+type advancer struct {
+	projector Projector
+	log       oplog.Store
+	reg       *model.Registry
+}
+
+// advance brings every wanted stream from its stored head to its upTo
+// index: operations the batch lacks are read from the log, every operation is
+// replayed with the model SDK and its hash checked, and a stream that fails
+// is quarantined at the failing operation (the verified prefix is kept).
+// Then the projector writes its tables and the heads move, all through tx.
+func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error) {
+	var out outcome
+	name := a.projector.Name()
+	keys := w.keys()
+	if len(keys) == 0 {
+		return out, nil
+	}
+	if err := tx.LockStreams(ctx, name, keys); err != nil {
+		return out, err
+	}
+	heads, err := tx.Heads(ctx, name, keys)
+	if err != nil {
+		return out, err
+	}
+	quarantined, err := tx.Quarantined(ctx, name, keys)
+	if err != nil {
+		return out, err
+	}
+	for _, k := range keys {
+		x := w[k]
+		if _, q := quarantined[k]; q {
+			out.waiting++
+			continue
+		}
+		head, ok := heads[k]
+		if !ok {
+			head = Head{Stream: k, DocumentType: x.documentType, LastIndex: -1}
+		}
+		if x.upTo <= head.LastIndex {
+			out.skipped += len(x.ops)
+			continue
+		}
+		ops, healed, skipped := contiguous(x.ops, head.LastIndex, x.upTo)
+		out.skipped += skipped
+		if ops == nil {
+			if ops, err = a.readLog(ctx, k, head.LastIndex+1, x.upTo); err != nil {
+				return out, err
+			}
+			healed = len(ops)
+		}
+		out.healed += healed
+		if len(ops) == 0 {
+			continue
+		}
+		if head.DocumentType == "" {
+			head.DocumentType = ops[0].DocumentType
+		}
+		ch, q, err := a.verify(ctx, head, ops)
+		if err != nil {
+			return out, err
+		}
+		if q != nil {
+			if err := tx.Quarantine(ctx, name, *q); err != nil {
+				return out, err
+			}
+			out.quarantines = append(out.quarantines, *q)
+		}
+		if ch != nil {
+			out.changes = append(out.changes, *ch)
+			out.applied += len(ch.Operations)
+		}
+	}
+	if len(out.changes) == 0 {
+		return out, nil
+	}
+	if err := a.projector.Apply(ctx, tx, out.changes); err != nil {
+		return out, fmt.Errorf("projector %s: apply %d stream changes: %w", name, len(out.changes), err)
+	}
+	newHeads := make([]Head, len(out.changes))
+	for i := range out.changes {
+		newHeads[i] = out.changes[i].Head
+	}
+	if _, err := tx.PutHeadsIfNewer(ctx, name, newHeads); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// contiguous returns the batch's operations last+1..upTo in order when the
+// batch holds every one of them, or nil when the log must fill a gap (or the
+// record left its operations out). skipped counts operations at or below
+// last, which a re-delivery brings again.
+func contiguous(ops []oplog.Operation, last, upTo int64) (out []oplog.Operation, healed, skipped int) {
+	byIndex := make(map[int64]*oplog.Operation, len(ops))
+	for i := range ops {
+		if ops[i].Index <= last {
+			skipped++
+			continue
+		}
+		byIndex[ops[i].Index] = &ops[i]
+	}
+	out = make([]oplog.Operation, 0, upTo-last)
+	for i := last + 1; i <= upTo; i++ {
+		op, ok := byIndex[i]
+		if !ok {
+			return nil, 0, skipped
+		}
+		out = append(out, *op)
+	}
+	return out, 0, skipped
+}
+
+func (a *advancer) readLog(ctx context.Context, k oplog.StreamKey, from, upTo int64) ([]oplog.Operation, error) {
+	ops, err := a.log.ReadStream(ctx, k, from, int(upTo-from+1))
+	if err != nil {
+		return nil, fmt.Errorf("heal %s from the log at %d..%d: %w", k, from, upTo, err)
+	}
+	return ops, nil
+}
+
+// verify replays ops on the head. It returns the change for the verified
+// prefix (nil when empty) and a quarantine when an operation failed.
+func (a *advancer) verify(ctx context.Context, head Head, ops []oplog.Operation) (*Change, *Quarantine, error) {
+	st, err := head.StreamState()
+	if err != nil {
+		return nil, &Quarantine{Stream: head.Stream, Index: head.LastIndex + 1, ErrorName: "CorruptHead", Reason: err.Error()}, nil
+	}
+	good := len(ops)
+	var failure error
+	for i := range ops {
+		if err := a.reg.Replay(st, ops[i:i+1]); err != nil {
+			var sb *model.SkipBeforeStart
+			if errors.As(err, &sb) {
+				// The skip reaches before the stored head: rebuild the
+				// stream from index 0, which the log always allows.
+				return a.verifyFromStart(ctx, head, ops[len(ops)-1].Index)
+			}
+			good, failure = i, err
+			break
+		}
+	}
+	var q *Quarantine
+	if failure != nil {
+		q = &Quarantine{Stream: head.Stream, Index: ops[good].Index, ErrorName: errorName(failure), Reason: failure.Error()}
+		if good == 0 {
+			return nil, q, nil
+		}
+		// The failed reducer may have left st half changed: replay the
+		// verified prefix again on a fresh copy of the head.
+		if st, err = head.StreamState(); err != nil {
+			return nil, q, nil
+		}
+		if err := a.reg.Replay(st, ops[:good]); err != nil {
+			return nil, q, nil
+		}
+	}
+	ch, err := change(head, st, ops[:good])
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, q, nil
+}
+
+func (a *advancer) verifyFromStart(ctx context.Context, head Head, upTo int64) (*Change, *Quarantine, error) {
+	all, err := a.readLog(ctx, head.Stream, 0, upTo)
+	if err != nil {
+		return nil, nil, err
+	}
+	empty := Head{Stream: head.Stream, DocumentType: head.DocumentType, LastIndex: -1}
+	ch, q, err := a.verify(ctx, empty, all)
+	if ch != nil {
+		// Only the operations past the stored head are new to the projector.
+		ch.From = head.LastIndex
+		ch.Operations = slices.DeleteFunc(ch.Operations, func(op oplog.Operation) bool { return op.Index <= head.LastIndex })
+	}
+	return ch, q, err
+}
+
+func change(head Head, st *model.StreamState, ops []oplog.Operation) (*Change, error) {
+	state, err := model.Canonical(st.State)
+	if err != nil {
+		return nil, fmt.Errorf("encode the state of %s: %w", st.Stream, err)
+	}
+	last := ops[len(ops)-1]
+	return &Change{
+		Stream:       head.Stream,
+		DocumentType: st.DocumentType,
+		From:         head.LastIndex,
+		Operations:   ops,
+		State:        st,
+		Head: Head{
+			Stream: head.Stream, DocumentType: st.DocumentType, LastIndex: last.Index, Hash: st.Hash,
+			Version: st.Version, State: state, LastTimestampUtcMs: last.TimestampUtcMs,
+		},
+	}, nil
+}
+
+// errorName is the stable name of a model error, or a generic one.
+func errorName(err error) string {
+	if n := model.ErrorName(err); n != "" {
+		return n
+	}
+	return "ApplyFailed"
+}

@@ -1,0 +1,138 @@
+package projectors
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/internal/kafka"
+	oplog "github.com/doclog/doclog/log"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxPollRecords    = 500
+	DefaultReconcileInterval = 30 * time.Second
+	DefaultReconcilePageSize = 500
+	DefaultRetryBaseDelay    = 100 * time.Millisecond
+	DefaultRetryMaxDelay     = 10 * time.Second
+	DefaultGroupPrefix       = "doclog-"
+)
+
+// Config configures one projector's Runner.
+type Config struct {
+	// Projector is the projector the runner drives. Required.
+	Projector Projector
+	// Store holds checkpoints, stream heads and quarantines, and runs the
+	// batch transactions the projector writes in. Required.
+	Store Store
+	// Log is the operation log, read to heal gaps, operations a record left
+	// out, and streams the reconciler finds behind. Required.
+	Log oplog.Store
+	// Registry holds the models streams are replayed with. Required.
+	Registry *model.Registry
+
+	// Kafka reaches the brokers. Required (its Seeds).
+	Kafka kafka.Config
+	// Topic is the write-ready topic. Default kafka.TopicNames("").WriteReady
+	// ("doclog.write-ready").
+	Topic string
+	// Group is the consumer group. Default "doclog-" + the projector's name,
+	// so every projector is its own group and adding one touches no other.
+	Group string
+	// KafkaOptions are extra client options appended last (session timeout,
+	// fetch sizes). Default none.
+	KafkaOptions []kgo.Opt
+
+	// MaxPollRecords bounds the records of one poll; each partition's share
+	// of a poll is one batch transaction. Default 500.
+	MaxPollRecords int
+	// ReconcileInterval is how often the reconciler compares the log's
+	// stream heads with the projection. It is what heals a lost last record
+	// of a document, which no later record reveals. Default 30s; negative
+	// disables it (tests that want a deterministic pass call Reconcile).
+	ReconcileInterval time.Duration
+	// ReconcilePageSize is how many documents one reconciler step compares.
+	// Default 500.
+	ReconcilePageSize int
+	// RetryBaseDelay and RetryMaxDelay bound the exponential backoff of a
+	// batch that failed for a reason other than its records (the database
+	// is unreachable): the batch is retried, never skipped. Defaults 100ms
+	// and 10s.
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+
+	// Logger receives the runner's logs. Default: none.
+	Logger *zap.Logger
+	// Registerer receives the runner's metrics. Default: a private registry
+	// (the metrics are then only read through Status).
+	Registerer prometheus.Registerer
+}
+
+// WithDefaults returns a copy with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Topic == "" {
+		c.Topic = kafka.TopicNames("").WriteReady
+	}
+	if c.Group == "" && c.Projector != nil {
+		c.Group = DefaultGroupPrefix + c.Projector.Name()
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = DefaultMaxPollRecords
+	}
+	if c.ReconcileInterval == 0 {
+		c.ReconcileInterval = DefaultReconcileInterval
+	}
+	if c.ReconcilePageSize == 0 {
+		c.ReconcilePageSize = DefaultReconcilePageSize
+	}
+	if c.RetryBaseDelay == 0 {
+		c.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if c.RetryMaxDelay == 0 {
+		c.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work. Call it on the result
+// of WithDefaults.
+func (c Config) Validate() error {
+	switch {
+	case c.Projector == nil:
+		return errors.New("projector runner needs a projector")
+	case c.Projector.Name() == "":
+		return errors.New("projector name must not be empty")
+	case c.Store == nil:
+		return errors.New("projector runner needs a store for checkpoints and heads")
+	case c.Log == nil:
+		return errors.New("projector runner needs the operation log to heal from")
+	case c.Registry == nil:
+		return errors.New("projector runner needs a model registry to verify hashes with")
+	case c.Topic == "":
+		return errors.New("projector write-ready topic must not be empty")
+	case c.Group == "":
+		return errors.New("projector consumer group must not be empty")
+	case c.MaxPollRecords < 1:
+		return fmt.Errorf("projector max poll records must be at least 1, got %d", c.MaxPollRecords)
+	case c.ReconcilePageSize < 1:
+		return fmt.Errorf("projector reconcile page size must be at least 1, got %d", c.ReconcilePageSize)
+	case c.RetryBaseDelay <= 0 || c.RetryMaxDelay < c.RetryBaseDelay:
+		return fmt.Errorf("projector retry delays must be positive with the maximum (%s) at least the base (%s)", c.RetryMaxDelay, c.RetryBaseDelay)
+	}
+	if err := c.Kafka.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("projector %s: %w", c.Projector.Name(), err)
+	}
+	return nil
+}

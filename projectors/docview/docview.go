@@ -1,0 +1,124 @@
+// Package docview is the document-view projector: document_snapshots (per
+// stream: the scope's state, the index and hash of its last operation; on the
+// document scope's row the header, name, slug, creation and deletion) and
+// slug_mappings (a deleted document's slug is never resurrected, a live
+// document's slug is never taken by another). Its query API serves the read
+// store: documents by id or slug, the applied index per stream, quarantine
+// status, and Reached, from which a job's READ_READY status is derived.
+//
+// The projection is a Postgres store; it writes in the runner's batch
+// transaction (projectors/pgproj) so its rows, the verified stream heads and
+// the partition checkpoint commit together.
+package docview
+
+import (
+	"context"
+	"embed"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/pgproj"
+)
+
+// Name is the projector's name: its consumer group is "doclog-docview".
+const Name = "docview"
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migrations is the document view's migration set; apply it with
+// pgproj.Migrate.
+func Migrations() pgproj.MigrationSet {
+	return pgproj.MigrationSet{Component: Name, FS: migrationFS, Dir: "migrations"}
+}
+
+// Projector writes the document view. It follows every scope.
+type Projector struct{}
+
+var _ projectors.Projector = Projector{}
+
+// Name implements projectors.Projector.
+func (Projector) Name() string { return Name }
+
+// Follows implements projectors.Projector: the view keeps every scope.
+func (Projector) Follows(string) bool { return true }
+
+// Apply implements projectors.Projector: it upserts one snapshot row per
+// changed stream (only over a lower last index) and moves slugs.
+func (Projector) Apply(ctx context.Context, t projectors.Tx, changes []projectors.Change) error {
+	tx, err := pgproj.Conn(t)
+	if err != nil {
+		return err
+	}
+	n := len(changes)
+	docs, branches, scopes, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	states, hashes := make([]string, n), make([]string, n)
+	versions := make([]int32, n)
+	idx, modified := make([]int64, n), make([]int64, n)
+	names, slugs := make([]*string, n), make([]*string, n)
+	created, deletedAt := make([]*int64, n), make([]*int64, n)
+	deleted := make([]bool, n)
+	for i := range changes {
+		c := &changes[i]
+		docs[i], branches[i], scopes[i], types[i] = c.Stream.DocumentID, c.Stream.Branch, c.Stream.Scope, c.DocumentType
+		states[i], hashes[i], versions[i] = string(c.Head.State), c.Head.Hash, int32(c.Head.Version)
+		idx[i], modified[i] = c.Head.LastIndex, c.Head.LastTimestampUtcMs
+		if c.Stream.Scope != oplog.ScopeDocument {
+			continue
+		}
+		info, ok := model.DocumentInfoOf(c.State)
+		if !ok {
+			continue
+		}
+		names[i], slugs[i], created[i] = &info.Name, &info.Slug, &info.CreatedAtUtcMs
+		deleted[i] = info.IsDeleted
+		if info.IsDeleted {
+			deletedAt[i] = &info.DeletedAtUtcMs
+		}
+		if err := moveSlug(ctx, tx, c.Stream, info, c.Head.LastIndex); err != nil {
+			return err
+		}
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO document_snapshots AS s (document_id, branch, scope, document_type, model_version, state, last_index, last_hash,
+  last_modified_utc_ms, name, slug, created_at_utc_ms, is_deleted, deleted_at_utc_ms)
+SELECT d, b, sc, ty, v, st::json, i, h, m, nm, sl, cr, del, da
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
+  $10::text[], $11::text[], $12::bigint[], $13::bool[], $14::bigint[]) AS u(d, b, sc, ty, v, st, i, h, m, nm, sl, cr, del, da)
+ON CONFLICT (document_id, branch, scope) DO UPDATE SET
+  document_type = EXCLUDED.document_type, model_version = EXCLUDED.model_version, state = EXCLUDED.state,
+  last_index = EXCLUDED.last_index, last_hash = EXCLUDED.last_hash, last_modified_utc_ms = EXCLUDED.last_modified_utc_ms,
+  name = EXCLUDED.name, slug = EXCLUDED.slug, created_at_utc_ms = EXCLUDED.created_at_utc_ms,
+  is_deleted = EXCLUDED.is_deleted, deleted_at_utc_ms = EXCLUDED.deleted_at_utc_ms, updated_at = now()
+WHERE s.last_index < EXCLUDED.last_index`,
+		docs, branches, scopes, types, versions, states, idx, hashes, modified, names, slugs, created, deleted, deletedAt)
+	if err != nil {
+		return fmt.Errorf("docview: upsert %d snapshots: %w", n, err)
+	}
+	return nil
+}
+
+// moveSlug keeps slug_mappings in line with a document scope change. A
+// deleted document keeps every slug it holds (never resurrected); a live one
+// releases the slugs it no longer has and claims its slug unless another
+// document holds it (never taken).
+func moveSlug(ctx context.Context, tx pgx.Tx, k oplog.StreamKey, info model.DocumentInfo, index int64) error {
+	if info.IsDeleted {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM slug_mappings WHERE document_id = $1 AND branch = $2 AND slug <> $3`,
+		k.DocumentID, k.Branch, info.Slug); err != nil {
+		return fmt.Errorf("docview: release slugs of %s: %w", k.DocumentID, err)
+	}
+	if info.Slug == "" {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO slug_mappings (slug, branch, document_id, claimed_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		info.Slug, k.Branch, k.DocumentID, index); err != nil {
+		return fmt.Errorf("docview: claim slug %q for %s: %w", info.Slug, k.DocumentID, err)
+	}
+	return nil
+}

@@ -1,0 +1,16 @@
+package projectors
+
+import "context"
+
+// NewWithHooks is New with fault-injection points for the tests: inTx runs
+// in the batch transaction before the checkpoint moves (an error rolls the
+// batch back), afterTx after the database commit and before the Kafka
+// commit.
+func NewWithHooks(cfg Config, inTx func(ctx context.Context, partition int32) error, afterTx func(ctx context.Context, partition int32)) (*Runner, error) {
+	r, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.hooks = hooks{inTx: inTx, afterTx: afterTx}
+	return r, nil
+}

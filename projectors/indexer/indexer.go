@@ -1,0 +1,143 @@
+// Package indexer is the relationship-index projector: documents (type and
+// deletion per document, with the last applied index of its document scope)
+// and document_relationships (the links ADD_RELATIONSHIP and
+// REMOVE_RELATIONSHIP leave in a document's document scope). It follows the
+// document scope only. Its query API finds documents by type, children of a
+// parent and relationships in and out, with cursor paging, and honours
+// consistency tokens.
+//
+// The projection is a Postgres store writing in the runner's batch
+// transaction (projectors/pgproj).
+package indexer
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/pgproj"
+)
+
+// Name is the projector's name: its consumer group is "doclog-indexer".
+const Name = "indexer"
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migrations is the indexer's migration set; apply it with pgproj.Migrate.
+func Migrations() pgproj.MigrationSet {
+	return pgproj.MigrationSet{Component: Name, FS: migrationFS, Dir: "migrations"}
+}
+
+// Projector writes the relationship index.
+type Projector struct{}
+
+var _ projectors.Projector = Projector{}
+
+// Name implements projectors.Projector.
+func (Projector) Name() string { return Name }
+
+// Follows implements projectors.Projector: only the document scope holds
+// what the index keeps.
+func (Projector) Follows(scope string) bool { return scope == oplog.ScopeDocument }
+
+// Apply implements projectors.Projector. The relationships of a document
+// are set to those of its verified state, so the table equals a replay
+// whatever was applied before; a link keeps the index of the operation that
+// first added it.
+func (Projector) Apply(ctx context.Context, t projectors.Tx, changes []projectors.Change) error {
+	tx, err := pgproj.Conn(t)
+	if err != nil {
+		return err
+	}
+	for i := range changes {
+		c := &changes[i]
+		info, ok := model.DocumentInfoOf(c.State)
+		if !ok {
+			continue
+		}
+		var deletedAt *int64
+		if info.IsDeleted {
+			deletedAt = &info.DeletedAtUtcMs
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO documents AS d (document_id, branch, document_type, created_at_utc_ms, is_deleted, deleted_at_utc_ms, last_index)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (document_id, branch) DO UPDATE SET document_type = EXCLUDED.document_type, created_at_utc_ms = EXCLUDED.created_at_utc_ms,
+  is_deleted = EXCLUDED.is_deleted, deleted_at_utc_ms = EXCLUDED.deleted_at_utc_ms, last_index = EXCLUDED.last_index, updated_at = now()
+WHERE d.last_index < EXCLUDED.last_index`,
+			c.Stream.DocumentID, c.Stream.Branch, c.DocumentType, info.CreatedAtUtcMs, info.IsDeleted, deletedAt, c.Head.LastIndex)
+		if err != nil {
+			return fmt.Errorf("indexer: upsert document %s: %w", c.Stream.DocumentID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			continue // already at or past this index
+		}
+		if err := setRelationships(ctx, tx, c, info.Relationships); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setRelationships(ctx context.Context, tx pgx.Tx, c *projectors.Change, rels []model.Relationship) error {
+	n := len(rels)
+	types, targets, metas := make([]string, n), make([]string, n), make([]*string, n)
+	since := make([]int64, n)
+	for i, r := range rels {
+		types[i], targets[i], since[i] = r.Type, r.TargetID, addedAt(c, r)
+		if r.Metadata != nil {
+			b, err := json.Marshal(r.Metadata)
+			if err != nil {
+				return fmt.Errorf("indexer: encode metadata of %s→%s: %w", c.Stream.DocumentID, r.TargetID, err)
+			}
+			s := string(b)
+			metas[i] = &s
+		}
+	}
+	k := c.Stream
+	if _, err := tx.Exec(ctx, `DELETE FROM document_relationships r WHERE r.source_id = $1 AND r.branch = $2
+AND NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[]) AS u(ty, t) WHERE u.ty = r.type AND u.t = r.target_id)`,
+		k.DocumentID, k.Branch, types, targets); err != nil {
+		return fmt.Errorf("indexer: remove relationships of %s: %w", k.DocumentID, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO document_relationships (source_id, branch, type, target_id, metadata, since_index)
+SELECT $1, $2, ty, t, m::json, s FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[]) AS u(ty, t, m, s)
+ON CONFLICT (source_id, branch, type, target_id) DO UPDATE SET metadata = EXCLUDED.metadata, since_index = EXCLUDED.since_index
+WHERE EXCLUDED.since_index > $7`, k.DocumentID, k.Branch, types, targets, metas, since, c.From); err != nil {
+		return fmt.Errorf("indexer: add relationships of %s: %w", k.DocumentID, err)
+	}
+	return nil
+}
+
+// addedAt is the index of the change's last ADD_RELATIONSHIP of r, or
+// c.From when the link predates the change: a stored link is then left as
+// it is (the upsert only moves since_index past c.From, i.e. for a link
+// removed and added again within the change).
+func addedAt(c *projectors.Change, r model.Relationship) int64 {
+	at := c.From
+	for _, op := range c.Operations {
+		if op.Action.Type != model.ActionAddRelationship {
+			continue
+		}
+		var in model.RelationshipInput
+		if json.Unmarshal(op.Action.Input, &in) != nil {
+			continue
+		}
+		if in.Type == "" {
+			in.Type = model.RelationshipChild
+		}
+		if in.TargetID == r.TargetID && in.Type == r.Type {
+			at = op.Index
+		}
+	}
+	return at
+}

@@ -1,0 +1,303 @@
+// Package pgproj is the Postgres implementation of the projector runner's
+// database seam (projectors.Store and projectors.Tx): fenced checkpoints,
+// verified stream heads and quarantines, plus the migrator every projector
+// uses for its own numbered SQL files. Projector stores get the pgx
+// transaction of a batch with Conn, so only Postgres store code imports pgx.
+package pgproj
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors"
+)
+
+// Store is projectors.Store over a pgx pool. The schema must be migrated
+// with Migrate(ctx, pool, RunnerMigrations()).
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ projectors.Store = (*Store)(nil)
+
+// New returns a Store over pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Pool returns the pool, for projector stores that share it.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// tx is projectors.Tx over a pgx transaction.
+type tx struct {
+	pgx.Tx
+}
+
+// Conn returns the pgx transaction under a projectors.Tx this package made,
+// for projector stores writing their tables in the batch transaction.
+func Conn(t projectors.Tx) (pgx.Tx, error) {
+	if x, ok := t.(*tx); ok {
+		return x.Tx, nil
+	}
+	return nil, fmt.Errorf("projector transaction %T is not a Postgres one", t)
+}
+
+// Assign bumps the partition's epoch, creating its checkpoint row.
+func (s *Store) Assign(ctx context.Context, projector string, partition int32) (projectors.Checkpoint, error) {
+	cp := projectors.Checkpoint{Partition: partition}
+	err := s.pool.QueryRow(ctx, `INSERT INTO projector_checkpoints (projector, partition, epoch) VALUES ($1, $2, 1)
+ON CONFLICT (projector, partition) DO UPDATE SET epoch = projector_checkpoints.epoch + 1, updated_at = now()
+RETURNING next_offset, epoch`, projector, partition).Scan(&cp.NextOffset, &cp.Epoch)
+	if err != nil {
+		return cp, fmt.Errorf("assign partition %d of projector %s: %w", partition, projector, err)
+	}
+	return cp, nil
+}
+
+// InTx runs fn in a transaction, fenced and checkpointed when fence is set.
+func (s *Store) InTx(ctx context.Context, fence *projectors.Fence, fn func(projectors.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(ptx pgx.Tx) error {
+		if fence != nil {
+			// FOR UPDATE: an Assign of the partition waits for this batch,
+			// and this batch sees any Assign that committed before it.
+			var epoch int64
+			err := ptx.QueryRow(ctx, `SELECT epoch FROM projector_checkpoints WHERE projector = $1 AND partition = $2 FOR UPDATE`,
+				fence.Projector, fence.Partition).Scan(&epoch)
+			if errors.Is(err, pgx.ErrNoRows) {
+				epoch = -1
+			} else if err != nil {
+				return fmt.Errorf("check the epoch of partition %d: %w", fence.Partition, err)
+			}
+			if epoch != fence.Epoch {
+				return &projectors.FencedError{Projector: fence.Projector, Partition: fence.Partition, Epoch: fence.Epoch, Current: epoch}
+			}
+		}
+		if err := fn(&tx{ptx}); err != nil {
+			return err
+		}
+		if fence != nil {
+			if _, err := ptx.Exec(ctx, `UPDATE projector_checkpoints SET next_offset = $3, updated_at = now() WHERE projector = $1 AND partition = $2`,
+				fence.Projector, fence.Partition, fence.NextOffset); err != nil {
+				return fmt.Errorf("move the checkpoint of partition %d: %w", fence.Partition, err)
+			}
+		}
+		return nil
+	})
+}
+
+func streamArrays(streams []oplog.StreamKey) (docs, scopes, branches []string) {
+	docs = make([]string, len(streams))
+	scopes = make([]string, len(streams))
+	branches = make([]string, len(streams))
+	for i, k := range streams {
+		docs[i], scopes[i], branches[i] = k.DocumentID, k.Scope, k.Branch
+	}
+	return docs, scopes, branches
+}
+
+// LockStreams takes transaction advisory locks on the streams in sorted key
+// order. The key is prefixed by the projector so projectors never wait on
+// each other (nor on the log's writers).
+func (t *tx) LockStreams(ctx context.Context, projector string, streams []oplog.StreamKey) error {
+	if len(streams) == 0 {
+		return nil
+	}
+	d, s, b := streamArrays(streams)
+	_, err := t.Exec(ctx, `SELECT count(pg_advisory_xact_lock(k)) FROM (
+  SELECT DISTINCT hashtextextended('projector:' || $1 || ':' || d || '/' || s || '/' || b, 0) AS k
+  FROM unnest($2::text[], $3::text[], $4::text[]) AS t(d, s, b) ORDER BY k) AS keys`, projector, d, s, b)
+	if err != nil {
+		return fmt.Errorf("lock %d streams: %w", len(streams), err)
+	}
+	return nil
+}
+
+// Heads reads the stored heads of the streams.
+func (t *tx) Heads(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, error) {
+	out := make(map[oplog.StreamKey]projectors.Head, len(streams))
+	if len(streams) == 0 {
+		return out, nil
+	}
+	d, s, b := streamArrays(streams)
+	rows, err := t.Query(ctx, `SELECT p.document_id, p.scope, p.branch, p.document_type, p.last_index, p.hash, p.model_version, p.state::text, p.last_ts_utc_ms
+FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
+JOIN projector_streams p ON p.projector = $1 AND p.document_id = k.d AND p.scope = k.s AND p.branch = k.b`, projector, d, s, b)
+	if err != nil {
+		return nil, fmt.Errorf("read %d stream heads: %w", len(streams), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h projectors.Head
+		var state string
+		if err := rows.Scan(&h.Stream.DocumentID, &h.Stream.Scope, &h.Stream.Branch, &h.DocumentType, &h.LastIndex, &h.Hash, &h.Version, &state, &h.LastTimestampUtcMs); err != nil {
+			return nil, fmt.Errorf("read stream heads: %w", err)
+		}
+		h.State = []byte(state)
+		out[h.Stream] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read stream heads: %w", err)
+	}
+	return out, nil
+}
+
+// Quarantined reads the quarantines among the streams.
+func (t *tx) Quarantined(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Quarantine, error) {
+	return quarantined(ctx, t.Tx, projector, streams)
+}
+
+// querier is what a pool and a transaction share.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func quarantined(ctx context.Context, q querier, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Quarantine, error) {
+	out := map[oplog.StreamKey]projectors.Quarantine{}
+	if len(streams) == 0 {
+		return out, nil
+	}
+	d, s, b := streamArrays(streams)
+	rows, err := q.Query(ctx, `SELECT q.document_id, q.scope, q.branch, q.idx, q.error_name, q.reason
+FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
+JOIN quarantined_streams q ON q.projector = $1 AND q.document_id = k.d AND q.scope = k.s AND q.branch = k.b`, projector, d, s, b)
+	if err != nil {
+		return nil, fmt.Errorf("read quarantines: %w", err)
+	}
+	qs, err := collectQuarantines(rows)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range qs {
+		out[q.Stream] = q
+	}
+	return out, nil
+}
+
+func collectQuarantines(rows pgx.Rows) ([]projectors.Quarantine, error) {
+	defer rows.Close()
+	var out []projectors.Quarantine
+	for rows.Next() {
+		var q projectors.Quarantine
+		if err := rows.Scan(&q.Stream.DocumentID, &q.Stream.Scope, &q.Stream.Branch, &q.Index, &q.ErrorName, &q.Reason); err != nil {
+			return nil, fmt.Errorf("read quarantines: %w", err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read quarantines: %w", err)
+	}
+	return out, nil
+}
+
+// PutHeadsIfNewer upserts heads, never lowering a stored last index.
+func (t *tx) PutHeadsIfNewer(ctx context.Context, projector string, heads []projectors.Head) (int, error) {
+	if len(heads) == 0 {
+		return 0, nil
+	}
+	n := len(heads)
+	d, s, b := make([]string, n), make([]string, n), make([]string, n)
+	types, hashes, states := make([]string, n), make([]string, n), make([]string, n)
+	idx, ts := make([]int64, n), make([]int64, n)
+	versions := make([]int32, n)
+	for i, h := range heads {
+		d[i], s[i], b[i] = h.Stream.DocumentID, h.Stream.Scope, h.Stream.Branch
+		types[i], hashes[i], states[i] = h.DocumentType, h.Hash, string(h.State)
+		idx[i], ts[i], versions[i] = h.LastIndex, h.LastTimestampUtcMs, int32(h.Version)
+	}
+	tag, err := t.Exec(ctx, `INSERT INTO projector_streams AS p (projector, document_id, scope, branch, document_type, last_index, hash, model_version, state, last_ts_utc_ms)
+SELECT $1, d, s, b, ty, i, h, v, st::json, ts FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::bigint[]) AS u(d, s, b, ty, i, h, v, st, ts)
+ON CONFLICT (projector, document_id, scope, branch) DO UPDATE SET
+  document_type = EXCLUDED.document_type, last_index = EXCLUDED.last_index, hash = EXCLUDED.hash,
+  model_version = EXCLUDED.model_version, state = EXCLUDED.state, last_ts_utc_ms = EXCLUDED.last_ts_utc_ms, updated_at = now()
+WHERE p.last_index < EXCLUDED.last_index`, projector, d, s, b, types, idx, hashes, versions, states, ts)
+	if err != nil {
+		return 0, fmt.Errorf("store %d stream heads: %w", n, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Quarantine records a quarantine; a stream's first one is kept.
+func (t *tx) Quarantine(ctx context.Context, projector string, q projectors.Quarantine) error {
+	_, err := t.Exec(ctx, `INSERT INTO quarantined_streams (projector, document_id, scope, branch, idx, error_name, reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+		projector, q.Stream.DocumentID, q.Stream.Scope, q.Stream.Branch, q.Index, q.ErrorName, q.Reason)
+	if err != nil {
+		return fmt.Errorf("quarantine %s at index %d: %w", q.Stream, q.Index, err)
+	}
+	return nil
+}
+
+// LastIndexes reads the stored last index of the documents' streams.
+func (s *Store) LastIndexes(ctx context.Context, projector string, documentIDs []string) (map[oplog.StreamKey]int64, error) {
+	out := map[oplog.StreamKey]int64{}
+	if len(documentIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT document_id, scope, branch, last_index FROM projector_streams
+WHERE projector = $1 AND document_id = ANY($2::text[])`, projector, documentIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read last indexes of %d documents: %w", len(documentIDs), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k oplog.StreamKey
+		var i int64
+		if err := rows.Scan(&k.DocumentID, &k.Scope, &k.Branch, &i); err != nil {
+			return nil, fmt.Errorf("read last indexes: %w", err)
+		}
+		out[k] = i
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read last indexes: %w", err)
+	}
+	return out, nil
+}
+
+// Quarantines lists the projector's quarantined streams in stream order.
+func (s *Store) Quarantines(ctx context.Context, projector string) ([]projectors.Quarantine, error) {
+	rows, err := s.pool.Query(ctx, `SELECT document_id, scope, branch, idx, error_name, reason FROM quarantined_streams
+WHERE projector = $1 ORDER BY document_id, scope, branch`, projector)
+	if err != nil {
+		return nil, fmt.Errorf("list quarantines of projector %s: %w", projector, err)
+	}
+	return collectQuarantines(rows)
+}
+
+// QuarantinesOf reads the quarantines among the streams.
+func (s *Store) QuarantinesOf(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Quarantine, error) {
+	return quarantined(ctx, s.pool, projector, streams)
+}
+
+// Release lifts a stream's quarantine.
+func (s *Store) Release(ctx context.Context, projector string, stream oplog.StreamKey) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM quarantined_streams WHERE projector = $1 AND document_id = $2 AND scope = $3 AND branch = $4`,
+		projector, stream.DocumentID, stream.Scope, stream.Branch)
+	if err != nil {
+		return false, fmt.Errorf("release the quarantine of %s: %w", stream, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// Checkpoints lists the projector's partitions in partition order.
+func (s *Store) Checkpoints(ctx context.Context, projector string) ([]projectors.Checkpoint, error) {
+	rows, err := s.pool.Query(ctx, `SELECT partition, next_offset, epoch FROM projector_checkpoints WHERE projector = $1 ORDER BY partition`, projector)
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints of projector %s: %w", projector, err)
+	}
+	defer rows.Close()
+	var out []projectors.Checkpoint
+	for rows.Next() {
+		var c projectors.Checkpoint
+		if err := rows.Scan(&c.Partition, &c.NextOffset, &c.Epoch); err != nil {
+			return nil, fmt.Errorf("list checkpoints: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,380 @@
+// Package projtest is the projectors' test harness: an isolated Postgres
+// schema with the log and runner migrated, a write-ready topic of its own, a
+// workload that appends real operations (built with the model SDK, so every
+// hash is genuine) to the log and announces each job as a write-ready record,
+// and a replay of the log to compare projections with.
+package projtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/executor/model/builtin"
+	"github.com/doclog/doclog/executor/model/drive"
+	"github.com/doclog/doclog/executor/model/jsondoc"
+	"github.com/doclog/doclog/internal/testenv"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/pgproj"
+	"github.com/doclog/doclog/record"
+)
+
+// Env is one test's services.
+type Env struct {
+	T        testing.TB
+	Pool     *pgxpool.Pool
+	Log      *postgres.Store
+	Store    *pgproj.Store
+	Registry *model.Registry
+	Kafka    *testenv.KafkaEnv
+	Topic    string
+	producer *kgo.Client
+}
+
+// New migrates a fresh schema (log and runner; a projector's own set with
+// migrate) and creates the test's topics (4 write-ready partitions).
+func New(t testing.TB, sets ...pgproj.MigrationSet) *Env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := pgxpool.ParseConfig(testenv.PostgresSchema(t))
+	require.NoError(t, err)
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = postgres.Migrate(ctx, pool)
+	require.NoError(t, err)
+	for _, s := range append([]pgproj.MigrationSet{pgproj.RunnerMigrations()}, sets...) {
+		_, err := pgproj.Migrate(ctx, pool, s)
+		require.NoError(t, err)
+	}
+	reg, err := builtin.NewRegistry()
+	require.NoError(t, err)
+	k := testenv.Kafka(t)
+	names := k.CreateTopics()
+	return &Env{
+		T: t, Pool: pool, Log: postgres.New(pool), Store: pgproj.New(pool), Registry: reg,
+		Kafka: k, Topic: names.WriteReady, producer: k.Client(kgo.DefaultProduceTopic(names.WriteReady)),
+	}
+}
+
+// Logger is a no-op logger, or a development logger on stderr when
+// PROJTEST_LOG is set (for debugging a test).
+func Logger() *zap.Logger {
+	if os.Getenv("PROJTEST_LOG") != "" {
+		l, _ := zap.NewDevelopment()
+		return l
+	}
+	return zap.NewNop()
+}
+
+// Config is a runner configuration for the test: its topic, a group of its
+// own per name, no periodic reconciler (tests call Reconcile), and short
+// session timeouts so a closed member's partitions move quickly.
+func (e *Env) Config(p projectors.Projector, group string) projectors.Config {
+	return projectors.Config{
+		Projector: p, Store: e.Store, Log: e.Log, Registry: e.Registry,
+		Kafka: e.Kafka.Config, Topic: e.Topic, Group: e.Kafka.Group(group),
+		ReconcileInterval: -1, RetryBaseDelay: 20 * time.Millisecond, RetryMaxDelay: 500 * time.Millisecond,
+		Logger: Logger(),
+		KafkaOptions: []kgo.Opt{
+			kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond),
+			kgo.FetchMaxWait(200 * time.Millisecond),
+		},
+	}
+}
+
+// Start creates and runs a runner, closed when the test ends.
+func (e *Env) Start(cfg projectors.Config) *projectors.Runner {
+	e.T.Helper()
+	r, err := projectors.New(cfg)
+	require.NoError(e.T, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.Run(context.Background())
+	}()
+	e.T.Cleanup(func() {
+		r.Close()
+		<-done
+	})
+	return r
+}
+
+// Publish produces write-ready records for the jobs, in order.
+func (e *Env) Publish(jobs ...*record.WriteReady) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs := make([]*kgo.Record, len(jobs))
+	for i, w := range jobs {
+		rec, err := record.NewWriteReadyRecord(e.Topic, w, 0)
+		require.NoError(e.T, err)
+		recs[i] = rec
+	}
+	require.NoError(e.T, e.producer.ProduceSync(ctx, recs...).FirstErr())
+}
+
+// Eventually waits for cond with a deadline, polling.
+func (e *Env) Eventually(cond func() bool, timeout time.Duration, msg string) {
+	e.T.Helper()
+	require.Eventually(e.T, cond, timeout, 25*time.Millisecond, msg)
+}
+
+// Doc is a document of the workload and its state as the log has it.
+type Doc struct {
+	ID      string
+	Type    string
+	States  map[string]*model.StreamState
+	Deleted bool
+	nodes   int
+}
+
+// Workload appends jobs to the log and returns their write-ready records.
+type Workload struct {
+	env   *Env
+	rng   *rand.Rand
+	Docs  []*Doc
+	clock int64
+	seq   int
+}
+
+// NewWorkload starts a workload with a seeded generator.
+func (e *Env) NewWorkload(seed uint64) *Workload {
+	return &Workload{env: e, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clock: 1_700_000_000_000}
+}
+
+// Action builds an action with a fresh id and timestamp.
+func (w *Workload) Action(scope, typ string, input any) oplog.Action {
+	b, err := json.Marshal(input)
+	require.NoError(w.env.T, err)
+	w.seq++
+	w.clock += 1000
+	return oplog.Action{ID: fmt.Sprintf("act-%d", w.seq), Type: typ, Scope: scope, TimestampUtcMs: w.clock, Input: b}
+}
+
+// Create adds a document with a CREATE_DOCUMENT job.
+func (w *Workload) Create(id, docType, slug string) (*Doc, *record.WriteReady) {
+	w.env.T.Helper()
+	d := &Doc{ID: id, Type: docType, States: map[string]*model.StreamState{}}
+	rec, err := w.Job(d, w.Action(oplog.ScopeDocument, model.ActionCreateDocument,
+		model.CreateDocumentInput{DocumentType: docType, Name: "doc " + id, Slug: slug}))
+	require.NoError(w.env.T, err)
+	w.Docs = append(w.Docs, d)
+	return d, rec
+}
+
+func (d *Doc) stream(scope string) *model.StreamState {
+	st, ok := d.States[scope]
+	if !ok {
+		st = model.NewStreamState(oplog.StreamKey{DocumentID: d.ID, Scope: scope, Branch: oplog.DefaultBranch}, d.Type)
+	}
+	return st
+}
+
+// Job applies the actions to the document as an executor would (all or
+// nothing), appends the operations to the log and returns the job's
+// write-ready record. A refused action returns its error; nothing is
+// written then.
+func (w *Workload) Job(d *Doc, actions ...oplog.Action) (*record.WriteReady, error) {
+	return w.JobWith(d, nil, actions...)
+}
+
+// JobWith is Job with a hook that may change the operations before they are
+// appended (a wrong hash, say).
+func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...oplog.Action) (*record.WriteReady, error) {
+	t := w.env.T
+	t.Helper()
+	work := map[string]*model.StreamState{}
+	get := func(scope string) *model.StreamState {
+		if st, ok := work[scope]; ok {
+			return st
+		}
+		st := d.stream(scope).Clone()
+		work[scope] = st
+		return st
+	}
+	jobID := uuid.NewString()
+	var ops []oplog.Operation
+	var scopes []string
+	for n := range actions {
+		a := &actions[n]
+		target := get(a.Scope)
+		var doc *model.StreamState
+		if a.Scope != oplog.ScopeDocument {
+			doc = get(oplog.ScopeDocument)
+		}
+		res, err := w.env.Registry.Apply(doc, target, a)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(scopes, a.Scope) {
+			scopes = append(scopes, a.Scope)
+		}
+		ops = append(ops, oplog.Operation{
+			OpID: model.OpID(jobID, n), JobID: jobID, DocumentID: d.ID, DocumentType: d.Type, Scope: a.Scope,
+			Branch: oplog.DefaultBranch, Index: res.Index, Hash: res.Hash, TimestampUtcMs: a.TimestampUtcMs,
+			Version: res.Version, Action: *a,
+		})
+	}
+	if tamper != nil {
+		tamper(ops)
+	}
+	req := oplog.AppendRequest{DocumentID: d.ID, DocumentType: d.Type, Jobs: []oplog.JobOutcome{{JobID: jobID, Status: oplog.JobWriteReady}}}
+	wr := &record.WriteReady{JobID: jobID, DocumentID: d.ID, DocumentType: d.Type, Branch: oplog.DefaultBranch, WrittenAtUtcMs: w.clock}
+	// The record lists the operations in stream order.
+	for _, scope := range scopes {
+		var sops []oplog.Operation
+		for _, op := range ops {
+			if op.Scope == scope {
+				sops = append(sops, op)
+			}
+		}
+		k := sops[0].Stream()
+		req.Streams = append(req.Streams, oplog.StreamAppend{Stream: k, ExpectedRevision: sops[0].Index, Operations: sops})
+		sw := record.StreamWrite{StreamRange: oplog.StreamRange{Stream: k, FromIndex: sops[0].Index, ToIndex: sops[len(sops)-1].Index}}
+		for _, op := range sops {
+			sw.Hashes = append(sw.Hashes, op.Hash)
+		}
+		wr.Streams = append(wr.Streams, sw)
+		wr.ConsistencyToken.Coordinates = append(wr.ConsistencyToken.Coordinates,
+			oplog.Coordinate{DocumentID: d.ID, Scope: scope, Branch: oplog.DefaultBranch, Index: sw.ToIndex})
+		wr.Operations = append(wr.Operations, sops...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := w.env.Log.Append(ctx, []oplog.AppendRequest{req})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err, "append job %s to %s", jobID, d.ID)
+	for scope, st := range work {
+		d.States[scope] = st
+	}
+	if info, ok := model.DocumentInfoOf(d.States[oplog.ScopeDocument]); ok {
+		d.Deleted = info.IsDeleted
+	}
+	return wr, nil
+}
+
+// Random runs a random workload: n documents of doclog/drive and
+// doclog/json, then jobs random mutations (model actions, names, slugs,
+// relationships between the documents, a few deletions). It returns every
+// job's record in commit order.
+func (w *Workload) Random(prefix string, n, jobs int) []*record.WriteReady {
+	w.env.T.Helper()
+	var out []*record.WriteReady
+	for i := range n {
+		typ := jsondoc.DocumentType
+		if i%3 == 0 {
+			typ = drive.DocumentType
+		}
+		id := fmt.Sprintf("%s-%04d", prefix, i)
+		_, rec := w.Create(id, typ, fmt.Sprintf("%s-slug-%d", prefix, i))
+		out = append(out, rec)
+	}
+	docs := w.Docs[len(w.Docs)-n:]
+	for len(out) < n+jobs {
+		d := docs[w.rng.IntN(len(docs))]
+		if d.Deleted {
+			continue
+		}
+		rec, err := w.Job(d, w.randomActions(d, docs)...)
+		if err != nil {
+			continue // a refused action (a relationship that exists): pick again
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+func (w *Workload) randomActions(d *Doc, docs []*Doc) []oplog.Action {
+	other := docs[w.rng.IntN(len(docs))].ID
+	switch r := w.rng.IntN(100); {
+	case r < 3:
+		return []oplog.Action{w.Action(oplog.ScopeDocument, model.ActionDeleteDocument, struct{}{})}
+	case r < 10:
+		return []oplog.Action{w.Action(oplog.ScopeDocument, model.ActionSetName, model.SetNameInput{Name: fmt.Sprintf("name %d", w.seq)})}
+	case r < 15:
+		return []oplog.Action{w.Action(oplog.ScopeDocument, model.ActionSetSlug, model.SetSlugInput{Slug: fmt.Sprintf("%s-s%d", d.ID, w.seq)})}
+	case r < 25:
+		return []oplog.Action{w.Action(oplog.ScopeDocument, model.ActionAddRelationship, model.RelationshipInput{TargetID: other, Type: "ref"})}
+	case r < 32:
+		info, _ := model.DocumentInfoOf(d.stream(oplog.ScopeDocument))
+		if len(info.Relationships) == 0 {
+			return w.randomActions(d, docs)
+		}
+		rel := info.Relationships[w.rng.IntN(len(info.Relationships))]
+		return []oplog.Action{w.Action(oplog.ScopeDocument, model.ActionRemoveRelationship, model.RelationshipInput{TargetID: rel.TargetID, Type: rel.Type})}
+	}
+	if d.Type == drive.DocumentType {
+		d.nodes++
+		if w.rng.IntN(2) == 0 {
+			return []oplog.Action{w.Action(oplog.ScopeGlobal, drive.ActionAddFolder, drive.AddFolderInput{ID: fmt.Sprintf("n%d", d.nodes), Name: "folder"})}
+		}
+		w.seq++
+		w.clock += 1000
+		acts, err := drive.AddFileActions(fmt.Sprintf("act-%d", w.seq), w.clock, drive.AddFileInput{
+			ID: fmt.Sprintf("n%d", d.nodes), Name: "file", DocumentID: other,
+		})
+		require.NoError(w.env.T, err)
+		return acts
+	}
+	scope := oplog.ScopeGlobal
+	if w.rng.IntN(4) == 0 {
+		scope = oplog.ScopeLocal
+	}
+	return []oplog.Action{w.Action(scope, jsondoc.ActionMergePatch, map[string]any{fmt.Sprintf("k%d", w.rng.IntN(8)): w.rng.IntN(1000)})}
+}
+
+// Replay rebuilds every stream of every document in the log and returns
+// them: what each projection must equal once caught up. A stream whose
+// replay fails (a tampered hash) is in the second map with its error.
+func (e *Env) Replay() (map[oplog.StreamKey]*model.StreamState, map[oplog.StreamKey]error) {
+	t := e.T
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := map[oplog.StreamKey]*model.StreamState{}
+	failed := map[oplog.StreamKey]error{}
+	cursor := ""
+	for {
+		page, err := e.Log.ListDocuments(ctx, cursor, 500)
+		require.NoError(t, err)
+		for _, id := range page.DocumentIDs {
+			revs, err := e.Log.Revisions(ctx, id, oplog.DefaultBranch)
+			require.NoError(t, err)
+			for scope, rev := range revs.Revision {
+				if rev == 0 {
+					continue
+				}
+				k := oplog.StreamKey{DocumentID: id, Scope: scope, Branch: oplog.DefaultBranch}
+				ops, err := e.Log.ReadStream(ctx, k, 0, 0)
+				require.NoError(t, err)
+				st, err := e.Registry.ReplayStream(k, ops[0].DocumentType, ops)
+				if err != nil {
+					failed[k] = err
+					continue
+				}
+				out[k] = st
+			}
+		}
+		if page.Next == "" || len(page.DocumentIDs) == 0 {
+			return out, failed
+		}
+		cursor = page.Next
+	}
+}

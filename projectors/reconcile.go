@@ -1,0 +1,130 @@
+package projectors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	oplog "github.com/doclog/doclog/log"
+)
+
+// ReconcileReport is what one reconciler pass found and did.
+type ReconcileReport struct {
+	Documents int // documents compared
+	Behind    int // streams whose log head was past the projection's
+	Healed    int // operations applied from the log
+	Waiting   int // behind streams left alone because they are quarantined
+	// Quarantined is the number of quarantined streams after the pass.
+	Quarantined int
+}
+
+func (r *Runner) reconcileLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.ReconcileInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := r.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			r.m.errors.WithLabelValues(r.name, "reconcile").Inc()
+			r.logger.Error("reconcile", zap.Error(err))
+		}
+	}
+}
+
+// Reconcile compares every document's stream heads in the log with the
+// projection and heals the streams that are behind, page by page. A lost
+// last record of a document has no successor to reveal the gap, so this is
+// what brings such a stream up to date. It writes outside any partition's
+// fence: it takes the same per-stream locks as the consumer and only ever
+// moves a stream forward to what the log holds, so the two cannot conflict.
+func (r *Runner) Reconcile(ctx context.Context) (ReconcileReport, error) {
+	start := time.Now()
+	rep, err := r.reconcile(ctx)
+	r.m.stage.WithLabelValues(r.name, "reconcile").Observe(time.Since(start).Seconds())
+	r.mu.Lock()
+	r.reconcileErr = err
+	if err == nil {
+		r.lastReconcileAt = time.Now()
+		r.quarantined = rep.Quarantined
+		r.m.quarantined.Set(float64(rep.Quarantined))
+	}
+	r.mu.Unlock()
+	return rep, err
+}
+
+func (r *Runner) reconcile(ctx context.Context) (ReconcileReport, error) {
+	var rep ReconcileReport
+	cursor := ""
+	for {
+		page, err := r.cfg.Log.ListDocuments(ctx, cursor, r.cfg.ReconcilePageSize)
+		if err != nil {
+			return rep, fmt.Errorf("reconcile: list documents after %q: %w", cursor, err)
+		}
+		if err := r.reconcilePage(ctx, page.DocumentIDs, &rep); err != nil {
+			return rep, err
+		}
+		if page.Next == "" || len(page.DocumentIDs) == 0 {
+			break
+		}
+		cursor = page.Next
+	}
+	qs, err := r.cfg.Store.Quarantines(ctx, r.name)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile: %w", err)
+	}
+	rep.Quarantined = len(qs)
+	return rep, nil
+}
+
+func (r *Runner) reconcilePage(ctx context.Context, ids []string, rep *ReconcileReport) error {
+	rep.Documents += len(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	last, err := r.cfg.Store.LastIndexes(ctx, r.name, ids)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	w := wants{}
+	for _, id := range ids {
+		revs, err := r.cfg.Log.Revisions(ctx, id, oplog.DefaultBranch)
+		if err != nil {
+			return fmt.Errorf("reconcile: revisions of %s: %w", id, err)
+		}
+		for scope, rev := range revs.Revision {
+			if rev == 0 || !r.cfg.Projector.Follows(scope) {
+				continue
+			}
+			k := oplog.StreamKey{DocumentID: id, Scope: scope, Branch: oplog.DefaultBranch}
+			stored, ok := last[k]
+			if !ok {
+				stored = -1
+			}
+			if rev-1 > stored {
+				w.add(k, "", rev-1, nil)
+			}
+		}
+	}
+	if len(w) == 0 {
+		return nil
+	}
+	rep.Behind += len(w)
+	var out outcome
+	err = r.cfg.Store.InTx(ctx, nil, func(tx Tx) error {
+		var err error
+		out, err = r.adv.advance(ctx, tx, w)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("reconcile: heal %d streams: %w", len(w), err)
+	}
+	rep.Healed += out.applied
+	rep.Waiting += out.waiting
+	r.observe(out, "reconciler", 0)
+	return nil
+}

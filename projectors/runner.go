@@ -1,0 +1,444 @@
+package projectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/internal/kafka"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
+)
+
+// Runner drives one projector: a consumer group on the write-ready topic
+// whose partitions are fenced by epochs stored with their checkpoints, and a
+// reconciler. Create it with New, start it with Run, stop it with Close.
+type Runner struct {
+	cfg    Config
+	name   string
+	adv    *advancer
+	m      *metrics
+	logger *zap.Logger
+	cl     *kgo.Client
+
+	mu              sync.Mutex
+	parts           map[int32]*partition
+	running, closed bool
+	cancel          context.CancelFunc
+	done            chan struct{}
+	lastBatchAt     time.Time
+	lastErr         error
+	lastErrAt       time.Time
+	lastReconcileAt time.Time
+	reconcileErr    error
+	quarantined     int
+
+	closeOnce sync.Once
+	hooks     hooks
+}
+
+// hooks let tests stop a batch at chosen points (export_test.go).
+type hooks struct {
+	// inTx runs in the batch transaction after the projector wrote and
+	// before the checkpoint moves; an error rolls the batch back.
+	inTx func(ctx context.Context, partition int32) error
+	// afterTx runs after the database commit and before the Kafka commit.
+	afterTx func(ctx context.Context, partition int32)
+}
+
+// partition is an assigned partition and the epoch this member holds.
+type partition struct {
+	id     int32
+	epoch  int64
+	fenced bool
+}
+
+// New validates cfg and creates the runner's Kafka client; nothing is
+// consumed until Run.
+func New(cfg Config) (*Runner, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Runner{
+		cfg:    cfg,
+		name:   cfg.Projector.Name(),
+		adv:    &advancer{projector: cfg.Projector, log: cfg.Log, reg: cfg.Registry},
+		m:      newMetrics(cfg.Registerer, cfg.Projector.Name()),
+		logger: cfg.Logger.With(zap.String("projector", cfg.Projector.Name())),
+		parts:  map[int32]*partition{},
+	}
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topic),
+		// Offsets are committed after the database commit, by hand: the
+		// checkpoint in Postgres is the truth, the Kafka offset is for lag
+		// tools.
+		kgo.DisableAutoCommit(),
+		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
+		kgo.OnPartitionsRevoked(r.dropPartitions),
+		kgo.OnPartitionsLost(r.dropPartitions),
+	}
+	cl, err := kafka.NewClient(cfg.Kafka, cfg.Logger, append(opts, cfg.KafkaOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("projector %s: %w", r.name, err)
+	}
+	r.cl = cl
+	return r, nil
+}
+
+// Run consumes until ctx ends or Close is called, and returns nil then. It
+// returns an error only when the runner was already started or closed.
+// Failures while running never end it: they are retried, logged, counted and
+// reported by Ready.
+func (r *Runner) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running || r.closed {
+		r.mu.Unlock()
+		return fmt.Errorf("projector %s: runner already started or closed", r.name)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r.running, r.cancel, r.done = true, cancel, make(chan struct{})
+	done := r.done
+	r.mu.Unlock()
+	defer close(done)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	if r.cfg.ReconcileInterval > 0 {
+		wg.Go(func() { r.reconcileLoop(ctx) })
+	}
+	r.logger.Info("projector started", zap.String("group", r.cfg.Group), zap.String("topic", r.cfg.Topic))
+	for ctx.Err() == nil {
+		fetches := r.cl.PollRecords(ctx, r.cfg.MaxPollRecords)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			break
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			r.m.errors.WithLabelValues(r.name, "fetch").Inc()
+			r.fail(fmt.Errorf("fetch %s partition %d: %w", topic, p, err))
+		})
+		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			if len(ftp.Records) > 0 {
+				r.handle(ctx, ftp)
+			}
+		})
+	}
+	cancel()
+	wg.Wait()
+	r.mu.Lock()
+	r.running = false
+	r.mu.Unlock()
+	r.logger.Info("projector stopped")
+	return nil
+}
+
+// Close stops Run, waits for it, and leaves the group. Closing twice is
+// harmless.
+func (r *Runner) Close() {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		cancel, done := r.cancel, r.done
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel()
+			<-done
+		}
+		r.cl.Close()
+	})
+}
+
+// adjustOffsets runs when partitions are assigned: it bumps each one's epoch
+// (fencing the member that had it) and seeks to its checkpoint.
+func (r *Runner) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	for topic, parts := range offsets {
+		if topic != r.cfg.Topic {
+			continue
+		}
+		for p := range parts {
+			var cp Checkpoint
+			err := r.retry(ctx, "assign", func() error {
+				var err error
+				cp, err = r.cfg.Store.Assign(ctx, r.name, p)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if cp.NextOffset >= 0 {
+				parts[p] = kgo.NewOffset().At(cp.NextOffset).WithEpoch(-1)
+			} else {
+				parts[p] = kgo.NewOffset().AtStart()
+			}
+			r.mu.Lock()
+			r.parts[p] = &partition{id: p, epoch: cp.Epoch}
+			r.mu.Unlock()
+			r.logger.Info("partition assigned", zap.Int32("partition", p), zap.Int64("epoch", cp.Epoch), zap.Int64("next_offset", cp.NextOffset))
+		}
+	}
+	return offsets, nil
+}
+
+func (r *Runner) dropPartitions(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range lost[r.cfg.Topic] {
+		delete(r.parts, p)
+		r.m.lag.DeleteLabelValues(r.name, strconv.Itoa(int(p)))
+	}
+}
+
+func (r *Runner) partition(p int32) (partition, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x, ok := r.parts[p]
+	if !ok || x.fenced {
+		return partition{}, false
+	}
+	return *x, true
+}
+
+// retry runs f until it succeeds or ctx ends, with exponential backoff,
+// recording each failure so Ready reports it.
+func (r *Runner) retry(ctx context.Context, kind string, f func() error) error {
+	delay := r.cfg.RetryBaseDelay
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var fe *FencedError
+		if errors.As(err, &fe) {
+			return err
+		}
+		r.m.errors.WithLabelValues(r.name, kind).Inc()
+		r.fail(err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, r.cfg.RetryMaxDelay)
+	}
+}
+
+func (r *Runner) fail(err error) {
+	r.logger.Error("projector error", zap.Error(err))
+	r.mu.Lock()
+	r.lastErr, r.lastErrAt = err, time.Now()
+	r.mu.Unlock()
+}
+
+// decode turns a partition's records into wanted streams. A record that
+// cannot be decoded is logged and counted and does not block the partition:
+// it carries nothing the log does not also hold, and the reconciler catches
+// anything it announced.
+func (r *Runner) decode(recs []*kgo.Record) wants {
+	w := wants{}
+	for _, rec := range recs {
+		wr, err := record.DecodeWriteReady(rec)
+		if err != nil {
+			r.m.errors.WithLabelValues(r.name, "decode").Inc()
+			r.logger.Error("undecodable write-ready record", zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset), zap.Error(err))
+			continue
+		}
+		for _, s := range wr.Streams {
+			if !r.cfg.Projector.Follows(s.Stream.Scope) {
+				continue
+			}
+			var ops []oplog.Operation
+			if !wr.OperationsOmitted {
+				for _, op := range wr.Operations {
+					if op.Stream() == s.Stream {
+						ops = append(ops, op)
+					}
+				}
+			}
+			w.add(s.Stream, wr.DocumentType, s.ToIndex, ops)
+		}
+	}
+	return w
+}
+
+// handle applies one partition's share of a poll as one fenced transaction,
+// retrying it until it commits, the partition moves, or the runner stops.
+func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) {
+	last := ftp.Records[len(ftp.Records)-1]
+	r.m.lag.WithLabelValues(r.name, strconv.Itoa(int(ftp.Partition))).Set(float64(max(0, ftp.HighWatermark-last.Offset-1)))
+	start := time.Now()
+	w := r.decode(ftp.Records)
+	r.m.stage.WithLabelValues(r.name, "decode").Observe(time.Since(start).Seconds())
+	var out outcome
+	err := r.retry(ctx, "batch", func() error {
+		part, ok := r.partition(ftp.Partition)
+		if !ok {
+			return &FencedError{Projector: r.name, Partition: ftp.Partition, Epoch: -1, Current: -1}
+		}
+		start := time.Now()
+		fence := &Fence{Projector: r.name, Partition: part.id, Epoch: part.epoch, NextOffset: last.Offset + 1}
+		err := r.cfg.Store.InTx(ctx, fence, func(tx Tx) error {
+			var err error
+			if out, err = r.adv.advance(ctx, tx, w); err != nil {
+				return err
+			}
+			if r.hooks.inTx != nil {
+				return r.hooks.inTx(ctx, part.id)
+			}
+			return nil
+		})
+		r.m.stage.WithLabelValues(r.name, "transaction").Observe(time.Since(start).Seconds())
+		return err
+	})
+	var fe *FencedError
+	switch {
+	case errors.As(err, &fe):
+		if fe.Epoch >= 0 {
+			r.m.fenced.Inc()
+			r.logger.Warn("batch fenced: the partition moved to another member", zap.Int32("partition", fe.Partition),
+				zap.Int64("epoch", fe.Epoch), zap.Int64("current_epoch", fe.Current))
+			r.mu.Lock()
+			if x, ok := r.parts[fe.Partition]; ok && x.epoch == fe.Epoch {
+				x.fenced = true
+			}
+			r.mu.Unlock()
+		}
+		return
+	case err != nil:
+		return // the runner is stopping; the batch rolled back
+	}
+	r.observe(out, "batch", len(ftp.Records))
+	if r.hooks.afterTx != nil {
+		r.hooks.afterTx(ctx, ftp.Partition)
+	}
+	start = time.Now()
+	commit := map[string]map[int32]kgo.EpochOffset{ftp.Topic: {ftp.Partition: {Epoch: last.LeaderEpoch, Offset: last.Offset + 1}}}
+	var commitErr error
+	r.cl.CommitOffsetsSync(ctx, commit, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err == nil {
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode != 0 {
+						err = kerr.ErrorForCode(p.ErrorCode)
+					}
+				}
+			}
+		}
+		commitErr = err
+	})
+	if err := commitErr; err != nil && ctx.Err() == nil {
+		// Not fatal: the checkpoint in Postgres is what the next owner
+		// seeks to; the Kafka offset only feeds lag tools.
+		r.m.errors.WithLabelValues(r.name, "commit").Inc()
+		r.logger.Warn("commit kafka offset", zap.Int32("partition", ftp.Partition), zap.Error(err))
+	}
+	r.m.stage.WithLabelValues(r.name, "commit").Observe(time.Since(start).Seconds())
+}
+
+// observe records a committed advance.
+func (r *Runner) observe(out outcome, source string, records int) {
+	if source == "batch" {
+		r.m.batches.Inc()
+		r.m.batchRecords.Observe(float64(records))
+	}
+	r.m.applied.Add(float64(out.applied))
+	r.m.redelivered.Add(float64(out.skipped))
+	if out.healed > 0 {
+		r.m.healed.WithLabelValues(r.name, source).Add(float64(out.healed))
+		r.logger.Info("healed operations from the log", zap.String("source", source), zap.Int("operations", out.healed))
+	}
+	for _, q := range out.quarantines {
+		r.m.quarantines.Inc()
+		r.logger.Error("stream quarantined", zap.Stringer("stream", q.Stream), zap.Int64("index", q.Index),
+			zap.String("error", q.ErrorName), zap.String("reason", q.Reason))
+	}
+	r.mu.Lock()
+	if source == "batch" {
+		r.lastBatchAt = time.Now()
+		r.lastErr = nil
+	}
+	r.quarantined += len(out.quarantines)
+	r.m.quarantined.Set(float64(r.quarantined))
+	r.mu.Unlock()
+}
+
+// Status is a snapshot of a runner for health checks and the admin CLI.
+type Status struct {
+	Projector       string
+	Group           string
+	Running         bool
+	Partitions      []PartitionStatus
+	LastBatchAt     time.Time
+	LastError       string
+	LastErrorAt     time.Time
+	LastReconcileAt time.Time
+	ReconcileError  string
+	// Quarantined is the number of quarantined streams as of the last
+	// reconciler pass plus those quarantined since.
+	Quarantined int
+}
+
+// PartitionStatus is one assigned partition.
+type PartitionStatus struct {
+	Partition int32
+	Epoch     int64
+	// Fenced is set when a batch found the epoch stale: the partition moved
+	// and this member waits for the rebalance to revoke it.
+	Fenced bool
+}
+
+// Status returns the runner's state.
+func (r *Runner) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Status{
+		Projector: r.name, Group: r.cfg.Group, Running: r.running, LastBatchAt: r.lastBatchAt,
+		LastErrorAt: r.lastErrAt, LastReconcileAt: r.lastReconcileAt, Quarantined: r.quarantined,
+	}
+	if r.lastErr != nil {
+		s.LastError = r.lastErr.Error()
+	}
+	if r.reconcileErr != nil {
+		s.ReconcileError = r.reconcileErr.Error()
+	}
+	for _, p := range r.parts {
+		s.Partitions = append(s.Partitions, PartitionStatus{Partition: p.id, Epoch: p.epoch, Fenced: p.fenced})
+	}
+	return s
+}
+
+// Ready reports why the runner is not serving: not running, its last batch
+// failed (it is being retried), a partition is fenced, or the last
+// reconciler pass failed. Quarantined streams do not make it unready (the
+// other streams go on); they have their own metric and alert.
+func (r *Runner) Ready() error {
+	s := r.Status()
+	switch {
+	case !s.Running:
+		return fmt.Errorf("projector %s is not running", s.Projector)
+	case s.LastError != "":
+		return fmt.Errorf("projector %s: %s", s.Projector, s.LastError)
+	case s.ReconcileError != "":
+		return fmt.Errorf("projector %s: reconcile: %s", s.Projector, s.ReconcileError)
+	}
+	for _, p := range s.Partitions {
+		if p.Fenced {
+			return fmt.Errorf("projector %s: partition %d is fenced at epoch %d", s.Projector, p.Partition, p.Epoch)
+		}
+	}
+	return nil
+}

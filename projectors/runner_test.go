@@ -1,0 +1,272 @@
+package projectors_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/executor/model/jsondoc"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/docview"
+	"github.com/doclog/doclog/projectors/indexer"
+	"github.com/doclog/doclog/record"
+)
+
+// A random workload projects to exactly what a replay of the log gives, and
+// re-delivering the whole topic afterwards changes nothing.
+func TestRandomWorkloadEqualsReplayAndRedeliveryChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	recs := b.NewWorkload(1).Random("w", 50, 300)
+	view, index := b.startBoth(t, "")
+	b.Publish(recs...)
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	b.waitCaughtUp(t, want, true)
+	b.requireViewEqualsReplay(t, want)
+	b.requireIndexEqualsReplay(t, want)
+	require.NoError(t, view.Ready())
+	require.NoError(t, index.Ready())
+	end := b.endOffsets(t)
+	b.Eventually(func() bool {
+		return b.checkpointed(t, docview.Name) == end && b.checkpointed(t, indexer.Name) == end
+	}, 30*time.Second, "checkpoints did not reach the end of the topic")
+	before := b.dump(t)
+
+	// Re-deliver everything: forget the checkpoints and run new members
+	// of new groups, so nothing remembers where the projectors were.
+	view.Close()
+	index.Close()
+	_, err := b.Pool.Exec(context.Background(), `UPDATE projector_checkpoints SET next_offset = -1`)
+	require.NoError(t, err)
+	b.startBoth(t, "-again")
+	b.Eventually(func() bool {
+		return b.checkpointed(t, docview.Name) == end && b.checkpointed(t, indexer.Name) == end
+	}, 60*time.Second, "re-delivery was not consumed")
+	require.Equal(t, before, b.dump(t), "re-delivery changed a projection")
+}
+
+// A projector stopped in the middle of a batch (before its database commit,
+// and between the database and the Kafka commit) resumes without losing or
+// applying anything twice.
+func TestKilledMidBatchResumes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.NewWorkload(2)
+	first := w.Random("k", 20, 80)
+	b.Publish(first...)
+
+	for _, stage := range []string{"in-transaction", "after-commit"} {
+		var batches atomic.Int32
+		stopped := make(chan struct{})
+		var once sync.Once
+		block := func(ctx context.Context) {
+			if batches.Add(1) == 3 {
+				once.Do(func() { close(stopped) })
+				<-ctx.Done()
+			}
+		}
+		cfg := b.Config(docview.Projector{}, "docview")
+		cfg.MaxPollRecords = 7 // several batches per partition
+		var inTx func(context.Context, int32) error
+		var afterTx func(context.Context, int32)
+		if stage == "in-transaction" {
+			inTx = func(ctx context.Context, _ int32) error { block(ctx); return ctx.Err() }
+		} else {
+			afterTx = func(ctx context.Context, _ int32) { block(ctx) }
+		}
+		r, err := projectors.NewWithHooks(cfg, inTx, afterTx)
+		require.NoError(t, err)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = r.Run(context.Background())
+		}()
+		select {
+		case <-stopped:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: the third batch never started", stage)
+		}
+		r.Close() // the batch is abandoned where it stands
+		<-done
+		// More jobs arrive while the projector is down.
+		b.Publish(w.Random("k"+stage, 5, 20)...)
+	}
+	b.Start(b.Config(docview.Projector{}, "docview"))
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	b.waitCaughtUp(t, want, false)
+	b.requireViewEqualsReplay(t, want)
+	qs, err := b.Store.Quarantines(context.Background(), docview.Name)
+	require.NoError(t, err)
+	require.Empty(t, qs, "a double apply would have failed its hash check")
+}
+
+// Dropped write-ready records are healed from the log: one in the middle of
+// a stream by the next record (gap), a record without operations from the
+// log, and the last record of a document, which only the reconciler sees.
+func TestDroppedRecordsAreHealed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.NewWorkload(3)
+	var recs []*record.WriteReady
+	gapDoc, r0 := w.Create("gap", jsondoc.DocumentType, "")
+	lastDoc, r1 := w.Create("last", jsondoc.DocumentType, "")
+	omitDoc, r2 := w.Create("omit", jsondoc.DocumentType, "")
+	recs = append(recs, r0, r1, r2)
+	patch := func(d string, n int) *record.WriteReady {
+		for _, doc := range w.Docs {
+			if doc.ID == d {
+				rec, err := w.Job(doc, w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"n": n}))
+				require.NoError(t, err)
+				return rec
+			}
+		}
+		t.Fatalf("no document %s", d)
+		return nil
+	}
+	for n := range 5 {
+		g := patch(gapDoc.ID, n)
+		if n != 2 { // drop the third patch of "gap"
+			recs = append(recs, g)
+		}
+		o := patch(omitDoc.ID, n)
+		o.OperationsOmitted, o.Operations = true, nil
+		recs = append(recs, o)
+		l := patch(lastDoc.ID, n)
+		if n != 4 { // drop the last patch of "last"
+			recs = append(recs, l)
+		}
+	}
+	recs = append(recs, w.Random("other", 10, 30)...)
+	view := b.Start(b.Config(docview.Projector{}, "docview"))
+	b.Publish(recs...)
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	lastKey := oplog.StreamKey{DocumentID: lastDoc.ID, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	stale := want[lastKey].Clone()
+	stale.Revision--
+	allButLast := map[oplog.StreamKey]*model.StreamState{}
+	for k, st := range want {
+		allButLast[k] = st
+	}
+	allButLast[lastKey] = stale
+	b.waitCaughtUp(t, allButLast, false)
+	require.False(t, b.caughtUp(t, want, false), "nothing but the reconciler can know of the last record")
+
+	rep, err := view.Reconcile(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Behind)
+	require.Equal(t, 1, rep.Healed)
+	require.True(t, b.caughtUp(t, want, false))
+	b.requireViewEqualsReplay(t, want)
+	rep, err = view.Reconcile(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, rep.Behind, "a second pass finds nothing")
+}
+
+// A member left behind by a rebalance cannot write: once the partition was
+// assigned again (its epoch bumped), the old member's batches are fenced
+// and write nothing, and it reports itself not ready.
+func TestStaleMemberIsFenced(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	old := b.Start(b.Config(docview.Projector{}, "docview"))
+	b.Eventually(func() bool { return len(old.Status().Partitions) == 4 }, 60*time.Second, "the member was not assigned the partitions")
+
+	// Another member takes every partition over while the old one still
+	// believes it owns them (it missed the rebalance).
+	for p := range int32(4) {
+		_, err := b.Store.Assign(ctx, docview.Name, p)
+		require.NoError(t, err)
+	}
+	b.Publish(b.NewWorkload(4).Random("f", 8, 10)...)
+	b.Eventually(func() bool {
+		for _, p := range old.Status().Partitions {
+			if p.Fenced {
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, "the stale member was not fenced")
+	require.Error(t, old.Ready())
+	var n int
+	require.NoError(t, b.Pool.QueryRow(ctx, `SELECT count(*) FROM document_snapshots`).Scan(&n))
+	require.Zero(t, n, "a fenced member wrote")
+	require.Zero(t, b.checkpointed(t, docview.Name), "a fenced member moved a checkpoint")
+
+	// The store refuses a stale epoch outright.
+	cp, err := b.Store.Assign(ctx, docview.Name, 0)
+	require.NoError(t, err)
+	err = b.Store.InTx(ctx, &projectors.Fence{Projector: docview.Name, Partition: 0, Epoch: cp.Epoch - 1, NextOffset: 99}, func(projectors.Tx) error { return nil })
+	var fe *projectors.FencedError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, cp.Epoch, fe.Current)
+}
+
+// An operation whose stored hash disagrees with the recomputed state
+// quarantines its stream only: its later operations wait, the document's
+// other streams and every other document go on, and a token read on it
+// reports the quarantine.
+func TestHashMismatchQuarantinesTheStreamOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.NewWorkload(5)
+	recs := w.Random("q", 10, 30)
+	bad := w.Docs[1]
+	badRec, err := w.JobWith(bad, func(ops []oplog.Operation) { ops[0].Hash = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=" },
+		w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"tampered": true}))
+	require.NoError(t, err)
+	badKey := badRec.Streams[0].Stream
+	badIndex := badRec.Streams[0].FromIndex
+	later, err := w.Job(bad, w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"after": 1}),
+		w.Action(oplog.ScopeDocument, model.ActionSetName, model.SetNameInput{Name: "still moving"}))
+	require.NoError(t, err)
+	recs = append(recs, badRec, later)
+	recs = append(recs, w.Random("q2", 5, 20)...)
+	view := b.Start(b.Config(docview.Projector{}, "docview"))
+	b.Publish(recs...)
+
+	want, failed := b.Replay()
+	require.Len(t, failed, 1)
+	var hm *model.HashMismatch
+	require.ErrorAs(t, failed[badKey], &hm)
+	// Everything else catches up; the bad stream stops before the bad index.
+	ops, err := b.Log.ReadStream(context.Background(), badKey, 0, int(badIndex))
+	require.NoError(t, err)
+	prefix, err := b.Registry.ReplayStream(badKey, bad.Type, ops)
+	require.NoError(t, err)
+	want[badKey] = prefix
+	b.waitCaughtUp(t, want, false)
+	b.requireViewEqualsReplay(t, want)
+
+	qs, err := b.Store.Quarantines(context.Background(), docview.Name)
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	require.Equal(t, badKey, qs[0].Stream)
+	require.Equal(t, badIndex, qs[0].Index)
+	require.Equal(t, model.NameHashMismatch, qs[0].ErrorName)
+
+	_, err = b.view.Reached(context.Background(), later.ConsistencyToken)
+	var qe *projectors.QuarantinedError
+	require.ErrorAs(t, err, &qe)
+	require.Equal(t, badKey, qe.Stream)
+	rep, err := view.Reconcile(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Waiting)
+	require.Equal(t, 1, rep.Quarantined)
+	require.Equal(t, 1, view.Status().Quarantined)
+	require.NoError(t, view.Ready(), "a quarantine does not stop the other streams")
+	ok, err := b.view.Reached(context.Background(), recs[len(recs)-1].ConsistencyToken)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.False(t, errors.Is(err, context.DeadlineExceeded))
+}
