@@ -342,6 +342,7 @@ jobs:
 			e.park(p, waitModel, err, now)
 			break
 		}
+		p.waiting, p.waitErr = "", nil
 
 		actions := e.actionsOf(p)
 		backups := map[oplog.StreamKey]*model.StreamState{}

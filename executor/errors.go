@@ -115,6 +115,19 @@ type crashError struct{ err error }
 func (e *crashError) Error() string { return "stopped by the after-append hook: " + e.err.Error() }
 func (e *crashError) Unwrap() error { return e.err }
 
+// produceError reports that the records announcing settled jobs could not be
+// produced; they are kept and produced again.
+type produceError struct {
+	n   int
+	err error
+}
+
+func (e *produceError) Error() string {
+	return fmt.Sprintf("produce %d announcement records: %v", e.n, e.err)
+}
+
+func (e *produceError) Unwrap() error { return e.err }
+
 // sqlStater is implemented by Postgres driver errors (pgconn.PgError); the
 // executor sees the log only through oplog.Store and never imports pgx.
 type sqlStater interface{ SQLState() string }

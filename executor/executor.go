@@ -431,10 +431,12 @@ func (e *Executor) iterate(ctx context.Context, recs []*kgo.Record) error {
 	case err != nil && ctx.Err() != nil:
 		// Shutting down past the deadline: leave the rest to re-delivery.
 		e.log.Warn("batch abandoned at shutdown", zap.Error(err))
-	case err != nil && isUnavailable(err):
-		e.enterOutage(time.Now(), err)
 	case err != nil:
-		e.log.Error("batch failed", zap.Error(err))
+		// Only unavailability and produce failures end a step with an
+		// error (retryLater accounts the rest per job); a broker that
+		// refuses records is Kafka's problem, not the job's, so both
+		// pause and retry without limit.
+		e.enterOutage(time.Now(), err)
 	default:
 		e.leaveOutage(time.Now())
 	}
@@ -506,7 +508,7 @@ func (e *Executor) flush(ctx context.Context) error {
 		err := e.cl.ProduceSync(pctx, out...).FirstErr()
 		cancel()
 		if err != nil {
-			return fmt.Errorf("produce %d announcement records: %w", len(out), err)
+			return &produceError{n: len(out), err: err}
 		}
 	}
 	for _, ps := range e.parts {

@@ -135,8 +135,9 @@ func (m *member) wait(within time.Duration) error {
 	}
 }
 
-// submit writes jobs to the jobs topic with a plain client, in order.
-func (b *bundle) submit(jobs ...*record.Job) {
+// submit writes jobs to the jobs topic with a plain client, in order, and
+// returns their records (with their offsets).
+func (b *bundle) submit(jobs ...*record.Job) []*kgo.Record {
 	b.t.Helper()
 	recs := make([]*kgo.Record, len(jobs))
 	for i, j := range jobs {
@@ -145,6 +146,7 @@ func (b *bundle) submit(jobs ...*record.Job) {
 		recs[i] = r
 	}
 	b.produce(recs...)
+	return recs
 }
 
 func (b *bundle) produce(recs ...*kgo.Record) {
