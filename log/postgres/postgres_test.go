@@ -156,3 +156,30 @@ func TestMigrationStatusBeforeMigrate(t *testing.T) {
 		require.False(t, st.Applied())
 	}
 }
+
+func TestDeleteJobResultsBefore(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, true)
+	store := postgres.New(pool)
+	ctx := context.Background()
+	var ids []string
+	for i := range 3 {
+		id := fmt.Sprintf("job-retention-%d", i)
+		ids = append(ids, id)
+		res, err := store.Append(ctx, []oplog.AppendRequest{{
+			DocumentID: fmt.Sprintf("doc-retention-%d", i),
+			Jobs:       []oplog.JobOutcome{{JobID: id, Status: oplog.JobFailed, ErrorHistory: []oplog.ErrorInfo{{Name: "X", Message: "y"}}}},
+		}})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+	}
+	_, err := pool.Exec(ctx, `UPDATE jobs SET created_at = now() - interval '40 days' WHERE job_id = ANY($1)`, ids[:2])
+	require.NoError(t, err)
+	n, err := store.DeleteJobResultsBefore(ctx, time.Now().Add(-30*24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	left, err := store.JobResults(ctx, ids)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	require.Contains(t, left, ids[2])
+}

@@ -37,3 +37,23 @@ WHERE pid <> pg_backend_pid() AND (backend_xid IS NOT NULL OR backend_xmin IS NO
 	}
 	return st, nil
 }
+
+// DeleteJobResultsBefore deletes the results of jobs settled before t, in
+// batches so no delete holds a long transaction (which would hold the tail
+// back), and returns how many it deleted. A job must not be re-delivered
+// after its result is gone, so callers keep results at least as long as the
+// jobs topic keeps records.
+func (s *Store) DeleteJobResultsBefore(ctx context.Context, t time.Time) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE job_id IN (
+    SELECT job_id FROM jobs WHERE created_at < $1 ORDER BY created_at LIMIT 5000)`, t)
+		if err != nil {
+			return total, fmt.Errorf("deleting job results before %s: %w", t.Format(time.RFC3339), err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < 5000 {
+			return total, nil
+		}
+	}
+}
