@@ -1,0 +1,121 @@
+package readstore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultAddr              = ":8081"
+	DefaultWait              = 5 * time.Second
+	DefaultMaxWait           = 30 * time.Second
+	DefaultPollInterval      = 25 * time.Millisecond
+	DefaultPollBatch         = 1000
+	DefaultPageLimit         = 100
+	DefaultMaxPageLimit      = 1000
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultShutdownTimeout   = 30 * time.Second
+)
+
+// Config configures the read store API. The zero value is usable after
+// WithDefaults, with authentication off.
+type Config struct {
+	// Addr is the address the Server listens on. Default ":8081".
+	Addr string
+	// BearerTokens are the tokens a client may present in
+	// "Authorization: Bearer <token>"; any of them is accepted, so tokens
+	// can be rotated without downtime. Empty turns authentication off (the
+	// handler logs a warning). Default none.
+	BearerTokens []string
+	// DefaultWait is how long a read carrying a consistency token waits for
+	// its source to reach the token when the request names no ?wait=.
+	// Default 5s.
+	DefaultWait time.Duration
+	// MaxWait caps ?wait=; a longer wait is shortened to it. Default 30s.
+	MaxWait time.Duration
+	// PollInterval is how often the shared poller looks up the streams
+	// that waiting reads need. Default 25ms: a token is usually reached
+	// within a few of the projector's batches.
+	PollInterval time.Duration
+	// PollBatch bounds the streams of one lookup; more waited-for streams
+	// are looked up in several per tick. Default 1000.
+	PollBatch int
+	// DefaultPageLimit is the page size of a list without ?limit=. Default
+	// 100.
+	DefaultPageLimit int
+	// MaxPageLimit is the largest ?limit= accepted. Default 1000.
+	MaxPageLimit int
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	ReadHeaderTimeout time.Duration
+	// ShutdownTimeout bounds a graceful Stop when the caller's context has
+	// no deadline. Default 30s.
+	ShutdownTimeout time.Duration
+}
+
+// WithDefaults returns a copy with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.DefaultWait == 0 {
+		c.DefaultWait = DefaultWait
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.PollBatch == 0 {
+		c.PollBatch = DefaultPollBatch
+	}
+	if c.DefaultPageLimit == 0 {
+		c.DefaultPageLimit = DefaultPageLimit
+	}
+	if c.MaxPageLimit == 0 {
+		c.MaxPageLimit = DefaultMaxPageLimit
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work, in a sentence naming
+// it. Call it on the result of WithDefaults.
+func (c Config) Validate() error {
+	for i, t := range c.BearerTokens {
+		if t == "" {
+			return fmt.Errorf("read store bearer token %d is empty; an empty token would let anyone in", i)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"default wait", c.DefaultWait}, {"max wait", c.MaxWait}, {"poll interval", c.PollInterval},
+		{"read header timeout", c.ReadHeaderTimeout}, {"shutdown timeout", c.ShutdownTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("read store %s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if c.DefaultWait > c.MaxWait {
+		return fmt.Errorf("read store default wait %s exceeds the max wait %s", c.DefaultWait, c.MaxWait)
+	}
+	if c.PollBatch < 1 {
+		return fmt.Errorf("read store poll batch must be at least 1, got %d", c.PollBatch)
+	}
+	if c.DefaultPageLimit < 1 || c.MaxPageLimit < c.DefaultPageLimit {
+		return fmt.Errorf("read store page limits must be positive with the maximum (%d) at least the default (%d)", c.MaxPageLimit, c.DefaultPageLimit)
+	}
+	if c.Addr == "" {
+		return errors.New("read store address must not be empty")
+	}
+	return nil
+}

@@ -1,0 +1,316 @@
+package readstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	oplog "github.com/doclog/doclog/log"
+)
+
+// Behind is a token coordinate its source has not reached: Applied is the
+// last index the source had applied to the stream when it was last looked
+// up (-1 for none).
+type Behind struct {
+	oplog.Coordinate
+	Applied int64
+}
+
+// ConsistencyTimeoutError reports a consistency-token wait that ended
+// before the source reached every coordinate (the API answers 504).
+type ConsistencyTimeoutError struct {
+	Source Source
+	Wait   time.Duration
+	Behind []Behind
+	// LastErr is the last lookup's error, when the lookups were failing.
+	LastErr error
+}
+
+func (e *ConsistencyTimeoutError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s did not reach the consistency token within %s:", e.Source, e.Wait)
+	for i, c := range e.Behind {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s index %d (applied %d)", c.Stream(), c.Index, c.Applied)
+	}
+	if e.LastErr != nil {
+		fmt.Fprintf(&b, "; the last lookup failed: %v", e.LastErr)
+	}
+	return b.String()
+}
+
+// QuarantinedError reports a token coordinate on a stream the projection
+// has quarantined before reaching it: it cannot be reached until the
+// quarantine is lifted (the API answers 409).
+type QuarantinedError struct {
+	Source     Source
+	Coordinate oplog.Coordinate
+	Applied    int64
+	Quarantine Quarantine
+}
+
+func (e *QuarantinedError) Error() string {
+	return fmt.Sprintf("%s quarantined stream %s at index %d (%s: %s), so it cannot reach index %d of the consistency token (applied %d)",
+		e.Source, e.Coordinate.Stream(), e.Quarantine.Index, e.Quarantine.ErrorName, e.Quarantine.Reason, e.Coordinate.Index, e.Applied)
+}
+
+// closingError is returned to waiters when the handler closes.
+type closingError struct{}
+
+func (closingError) Error() string { return "the read store is shutting down" }
+
+// progressFunc looks up how far a source has applied streams.
+type progressFunc func(ctx context.Context, source Source, streams []oplog.StreamKey) (map[oplog.StreamKey]StreamProgress, error)
+
+// evaluate compares coordinates with a source's progress: nil, nil when
+// every one is reached; a *QuarantinedError when one is behind on a
+// quarantined stream; else the coordinates behind.
+func evaluate(source Source, coords []oplog.Coordinate, prog map[oplog.StreamKey]StreamProgress) ([]Behind, error) {
+	var behind []Behind
+	for _, c := range coords {
+		p, ok := prog[c.Stream()]
+		if !ok {
+			p = StreamProgress{Applied: -1}
+		}
+		if p.Applied >= c.Index {
+			continue
+		}
+		if p.Quarantine != nil {
+			return nil, &QuarantinedError{Source: source, Coordinate: c, Applied: p.Applied, Quarantine: *p.Quarantine}
+		}
+		behind = append(behind, Behind{Coordinate: c, Applied: p.Applied})
+	}
+	return behind, nil
+}
+
+// followed returns the token's coordinates the source keeps, without
+// duplicates (the highest index per stream).
+func followed(source Source, t oplog.ConsistencyToken) []oplog.Coordinate {
+	at := map[oplog.StreamKey]int{}
+	var out []oplog.Coordinate
+	for _, c := range t.Coordinates {
+		if !source.Follows(c.Scope) {
+			continue
+		}
+		if i, ok := at[c.Stream()]; ok {
+			out[i].Index = max(out[i].Index, c.Index)
+			continue
+		}
+		at[c.Stream()] = len(out)
+		out = append(out, c)
+	}
+	return out
+}
+
+func streamsOf(coords []oplog.Coordinate) []oplog.StreamKey {
+	out := make([]oplog.StreamKey, len(coords))
+	for i, c := range coords {
+		out[i] = c.Stream()
+	}
+	return out
+}
+
+// waiter serves every consistency-token wait of a handler. A request first
+// checks its token with one lookup of its own (most tokens are reached by
+// the time a client reads); only a token still behind registers here, and
+// one goroutine then looks up every waited-for stream of each source in one
+// query per tick (several when more than batch streams wait) and wakes the
+// requests whose tokens are reached or quarantined. The goroutine runs only
+// while someone waits.
+type waiter struct {
+	progress progressFunc
+	interval time.Duration
+	batch    int
+	logger   *zap.Logger
+
+	mu      sync.Mutex
+	waits   map[*waitReq]struct{}
+	running bool
+	closed  bool
+	lastErr error
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type waitReq struct {
+	source Source
+	coords []oplog.Coordinate
+	ch     chan error // buffered: nil when reached, else why not
+	behind []Behind   // as of the last lookup; guarded by waiter.mu
+}
+
+func newWaiter(progress progressFunc, interval time.Duration, batch int, logger *zap.Logger) *waiter {
+	return &waiter{
+		progress: progress, interval: interval, batch: batch, logger: logger,
+		waits: map[*waitReq]struct{}{}, stop: make(chan struct{}),
+	}
+}
+
+// await returns nil once source has applied every coordinate of the token
+// it follows, *QuarantinedError when one cannot be reached,
+// *ConsistencyTimeoutError when wait passes first, or ctx's error.
+func (w *waiter) await(ctx context.Context, source Source, token oplog.ConsistencyToken, wait time.Duration) error {
+	coords := followed(source, token)
+	if len(coords) == 0 {
+		return nil
+	}
+	prog, err := w.progress(ctx, source, streamsOf(coords))
+	if err != nil {
+		return fmt.Errorf("check the consistency token on %s: %w", source, err)
+	}
+	behind, err := evaluate(source, coords, prog)
+	if err != nil || len(behind) == 0 {
+		return err
+	}
+	if wait <= 0 {
+		return &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: behind}
+	}
+
+	req := &waitReq{source: source, coords: coords, ch: make(chan error, 1), behind: behind}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return closingError{}
+	}
+	w.waits[req] = struct{}{}
+	if !w.running {
+		w.running = true
+		w.done = make(chan struct{})
+		go w.loop(w.done)
+	}
+	w.mu.Unlock()
+
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var why error
+	select {
+	case err := <-req.ch:
+		return err
+	case <-timer.C:
+	case <-ctx.Done():
+		why = ctx.Err()
+	case <-w.stop:
+		why = closingError{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.waits, req)
+	select {
+	case err := <-req.ch: // settled while we were giving up
+		return err
+	default:
+	}
+	if why != nil {
+		return why
+	}
+	return &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: req.behind, LastErr: w.lastErr}
+}
+
+func (w *waiter) loop(done chan struct{}) {
+	defer close(done)
+	timer := time.NewTimer(w.interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-timer.C:
+		}
+		w.mu.Lock()
+		if len(w.waits) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		bySource := map[Source]map[oplog.StreamKey]struct{}{}
+		for req := range w.waits {
+			set := bySource[req.source]
+			if set == nil {
+				set = map[oplog.StreamKey]struct{}{}
+				bySource[req.source] = set
+			}
+			for _, c := range req.coords {
+				set[c.Stream()] = struct{}{}
+			}
+		}
+		w.mu.Unlock()
+
+		for source, set := range bySource {
+			streams := make([]oplog.StreamKey, 0, len(set))
+			for k := range set {
+				streams = append(streams, k)
+			}
+			prog := map[oplog.StreamKey]StreamProgress{}
+			var err error
+			for start := 0; start < len(streams) && err == nil; start += w.batch {
+				var part map[oplog.StreamKey]StreamProgress
+				part, err = w.lookup(source, streams[start:min(start+w.batch, len(streams))])
+				for k, p := range part {
+					prog[k] = p
+				}
+			}
+			w.settle(source, prog, err)
+		}
+		timer.Reset(w.interval)
+	}
+}
+
+func (w *waiter) lookup(source Source, streams []oplog.StreamKey) (map[oplog.StreamKey]StreamProgress, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(10*w.interval, 5*time.Second))
+	defer cancel()
+	go func() {
+		// Closing cancels a lookup in flight so Stop never waits for a
+		// slow database.
+		select {
+		case <-w.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return w.progress(ctx, source, streams)
+}
+
+// settle wakes the waits of source that one lookup decided.
+func (w *waiter) settle(source Source, prog map[oplog.StreamKey]StreamProgress, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lastErr = err
+	if err != nil {
+		w.logger.Warn("look up the progress of waited-for streams", zap.String("source", string(source)), zap.Error(err))
+		return
+	}
+	for req := range w.waits {
+		if req.source != source {
+			continue
+		}
+		behind, qerr := evaluate(source, req.coords, prog)
+		if qerr == nil && len(behind) > 0 {
+			req.behind = behind
+			continue
+		}
+		req.ch <- qerr // buffered, settled once: the request leaves the set now
+		delete(w.waits, req)
+	}
+}
+
+// close wakes every waiter and stops the loop, waiting for it to exit.
+func (w *waiter) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	close(w.stop)
+	running, done := w.running, w.done
+	w.mu.Unlock()
+	if running {
+		<-done
+	}
+}

@@ -1,0 +1,206 @@
+package readstore_test
+
+import (
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/executor/model/jsondoc"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/readstore"
+)
+
+// TestReadYourWrites: a read carrying a job's token returns the job's
+// effects every time, while the projection lags — first because the
+// projectors start only after the reads began waiting, then because each
+// read follows its job's announcement at once.
+func TestReadYourWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t, readstore.Config{})
+	doc, rec := b.w.Create("ryw-1", jsondoc.DocumentType, "ryw")
+	b.env.Publish(rec)
+	tok := tokenOf(rec.ConsistencyToken)
+
+	// No projector runs yet: without a token the read is stale.
+	res := get(t, b.h, "/v1/documents/ryw-1")
+	require.Equal(t, 404, res.status, "without a token the view may lag: %s", res.body)
+
+	// Reads with the token wait; they are all waiting before the
+	// projectors start (each made its first lookup).
+	const readers = 8
+	before := b.store.progressCalls.Load()
+	results := make(chan response, readers)
+	var wg sync.WaitGroup
+	for i := range readers {
+		wg.Go(func() {
+			path := "/v1/documents/ryw-1?wait=30s"
+			header := []string{readstore.TokenHeader, tok}
+			if i%2 == 1 {
+				path += "&consistencyToken=" + url.QueryEscape(tok)
+				header = nil
+			}
+			res, _ := serve(b.h, path, header...)
+			results <- res
+		})
+	}
+	require.Eventually(t, func() bool { return b.store.progressCalls.Load() >= before+readers }, 10*time.Second, 5*time.Millisecond)
+	b.startProjectors()
+	wg.Wait()
+	close(results)
+	for res := range results {
+		require.Equal(t, 200, res.status, "%s", res.body)
+		var d documentBody
+		res.decode(t, &d)
+		require.Equal(t, "ryw", d.Slug)
+	}
+
+	// Every write read back with its token sees its effect, through the
+	// document view, the relationship index and the log.
+	other, orec := b.w.Create("ryw-2", jsondoc.DocumentType, "")
+	b.env.Publish(orec)
+	stale := 0
+	for i := range 20 {
+		rec, err := b.w.Job(doc, b.w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"n": i}))
+		require.NoError(t, err)
+		b.env.Publish(rec)
+		tok := tokenOf(rec.ConsistencyToken)
+
+		if res := get(t, b.h, "/v1/documents/ryw-1?scope=global"); res.status == 200 {
+			var d documentBody
+			res.decode(t, &d)
+			if d.Scopes["global"].Revision < int64(i+1) {
+				stale++
+			}
+		}
+		res := get(t, b.h, "/v1/documents/ryw-1?scope=global", readstore.TokenHeader, tok)
+		require.Equal(t, 200, res.status, "%s", res.body)
+		var d documentBody
+		res.decode(t, &d)
+		require.Equal(t, int64(i+1), d.Scopes["global"].Revision)
+		require.Equal(t, map[string]any{"n": float64(i)}, d.Scopes["global"].State)
+
+		res = get(t, b.h, "/v1/documents/ryw-1/operations", readstore.TokenHeader, tok)
+		require.Equal(t, 200, res.status, "%s", res.body)
+		var ops opsBody
+		res.decode(t, &ops)
+		require.Len(t, ops.Operations, i+1)
+	}
+	t.Logf("%d of 20 reads without a token were stale", stale)
+
+	// The relationship index honours tokens too.
+	for i, target := range []string{other.ID, "ryw-x"} {
+		rec, err := b.w.Job(doc, b.w.Action(oplog.ScopeDocument, model.ActionAddRelationship, model.RelationshipInput{TargetID: target, Type: "ref"}))
+		require.NoError(t, err)
+		b.env.Publish(rec)
+		res := get(t, b.h, "/v1/documents/ryw-1/relationships?direction=out", readstore.TokenHeader, tokenOf(rec.ConsistencyToken))
+		require.Equal(t, 200, res.status, "%s", res.body)
+		var rels relsBody
+		res.decode(t, &rels)
+		require.Len(t, rels.Relationships, i+1)
+	}
+}
+
+func TestConsistencyTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, readstore.Config{})
+	unreachable := tokenOf(oplog.ConsistencyToken{Coordinates: []oplog.Coordinate{
+		{DocumentID: "nope", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch, Index: 99},
+	}})
+
+	start := time.Now()
+	res := get(t, b.h, "/v1/documents/nope?wait=200ms", readstore.TokenHeader, unreachable)
+	require.Equal(t, 504, res.status, "%s", res.body)
+	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+	e := res.apiError(t)
+	require.Equal(t, readstore.CodeConsistencyTimeout, e.Error.Code)
+	require.Equal(t, readstore.TokenHeader, e.Error.Field)
+	require.Contains(t, e.Error.Message, "docview did not reach the consistency token within 200ms: nope/global/main index 99 (applied -1)")
+
+	res = get(t, b.h, "/v1/documents/nope/operations?wait=0&consistencyToken="+url.QueryEscape(unreachable))
+	require.Equal(t, 504, res.status, "wait=0 answers at once: %s", res.body)
+	require.Contains(t, res.apiError(t).Error.Message, "log did not reach")
+
+	// The indexer keeps only the document scope: a token of other scopes
+	// does not hold its reads back.
+	res = get(t, b.h, "/v1/documents?wait=0", readstore.TokenHeader, unreachable)
+	require.Equal(t, 200, res.status, "%s", res.body)
+
+	// Closing the handler answers waiting reads at once.
+	done := make(chan response, 1)
+	go func() {
+		res, _ := serve(b.h, "/v1/documents/nope?wait=30s", readstore.TokenHeader, unreachable)
+		done <- res
+	}()
+	require.Eventually(t, func() bool { return b.store.progressCalls.Load() >= 2 }, 10*time.Second, 5*time.Millisecond)
+	b.h.Close()
+	res = <-done
+	require.Equal(t, 503, res.status, "%s", res.body)
+	require.Equal(t, readstore.CodeUnavailable, res.apiError(t).Error.Code)
+	require.Equal(t, 503, get(t, b.h, "/readyz").status)
+}
+
+// TestSharedPoller: many reads waiting at once cost one lookup per tick,
+// not one per read.
+func TestSharedPoller(t *testing.T) {
+	t.Parallel()
+	interval := 20 * time.Millisecond
+	b := setup(t, readstore.Config{PollInterval: interval})
+	const readers = 40
+	wait := 400 * time.Millisecond
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range readers {
+		wg.Go(func() {
+			tok := tokenOf(oplog.ConsistencyToken{Coordinates: []oplog.Coordinate{
+				{DocumentID: fmt.Sprintf("nope-%d", i), Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch, Index: 0},
+			}})
+			res, _ := serve(b.h, fmt.Sprintf("/v1/documents/x?wait=%s", wait), readstore.TokenHeader, tok)
+			if res.status != 504 {
+				t.Errorf("reader %d: %d %s", i, res.status, res.body)
+			}
+		})
+	}
+	wg.Wait()
+	ticks := int64(time.Since(start)/interval) + 1
+	calls := b.store.progressCalls.Load()
+	t.Logf("%d readers over %s: %d lookups (%d ticks)", readers, time.Since(start), calls, ticks)
+	// Each read checks once on arrival; then one lookup per tick serves
+	// them all.
+	require.LessOrEqual(t, calls, readers+ticks)
+}
+
+// TestQuarantinedStream: a read whose token names an operation the view
+// quarantined answers 409 instead of waiting out its time.
+func TestQuarantinedStream(t *testing.T) {
+	t.Parallel()
+	b := setup(t, readstore.Config{})
+	doc, rec := b.w.Create("q-1", jsondoc.DocumentType, "")
+	bad, err := b.w.JobWith(doc, func(ops []oplog.Operation) { ops[0].Hash = "not-the-hash" },
+		b.w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"a": 1}))
+	require.NoError(t, err)
+	b.env.Publish(rec, bad)
+	b.startProjectors()
+
+	start := time.Now()
+	res := get(t, b.h, "/v1/documents/q-1?wait=30s", readstore.TokenHeader, tokenOf(bad.ConsistencyToken))
+	require.Equal(t, 409, res.status, "%s", res.body)
+	require.Less(t, time.Since(start), 20*time.Second)
+	e := res.apiError(t)
+	require.Equal(t, readstore.CodeStreamQuarantined, e.Error.Code)
+	require.Contains(t, e.Error.Message, "docview quarantined stream q-1/global/main at index 0")
+	require.Contains(t, e.Error.Message, "HashMismatch")
+
+	// The document scope is not quarantined: its token is served.
+	res = get(t, b.h, "/v1/documents/q-1?wait=30s", readstore.TokenHeader, tokenOf(rec.ConsistencyToken))
+	require.Equal(t, 200, res.status, "%s", res.body)
+	// The log itself holds the operation; replaying it disagrees with its
+	// stored hash.
+	res = get(t, b.h, "/v1/documents/q-1/state?scope=global")
+	require.Equal(t, 500, res.status, "%s", res.body)
+	require.Equal(t, readstore.CodeReplayFailed, res.apiError(t).Error.Code)
+}

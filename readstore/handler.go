@@ -1,0 +1,358 @@
+package readstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
+)
+
+// OpenAPI is the API's OpenAPI 3 document, served at GET /openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Deps are what the handler reads from.
+type Deps struct {
+	// Store queries the projections. Required.
+	Store Store
+	// Log reads operations and keyframes. Required.
+	Log Log
+	// Registry replays streams for state at a revision. Required.
+	Registry *model.Registry
+	// Logger logs refused and failed requests. Default: no logging.
+	Logger *zap.Logger
+}
+
+// Handler is the read store API as an http.Handler. Close it when done: it
+// wakes waiting reads and stops the shared poller.
+type Handler struct {
+	cfg      Config
+	store    Store
+	log      Log
+	registry *model.Registry
+	logger   *zap.Logger
+	waiter   *waiter
+	tokens   [][sha256.Size]byte
+	mux      *http.ServeMux
+
+	closeOnce sync.Once
+	closing   chan struct{}
+}
+
+// NewHandler validates the configuration and builds the handler.
+func NewHandler(cfg Config, deps Deps) (*Handler, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case deps.Store == nil:
+		return nil, errors.New("read store handler needs a projection store")
+	case deps.Log == nil:
+		return nil, errors.New("read store handler needs the operation log")
+	case deps.Registry == nil:
+		return nil, errors.New("read store handler needs a model registry")
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	h := &Handler{
+		cfg: cfg, store: deps.Store, log: deps.Log, registry: deps.Registry, logger: logger,
+		closing: make(chan struct{}),
+	}
+	h.waiter = newWaiter(h.progress, cfg.PollInterval, cfg.PollBatch, logger)
+	for _, t := range cfg.BearerTokens {
+		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
+	}
+	if len(h.tokens) == 0 {
+		logger.Warn("read store authentication is off: no bearer tokens are configured, so anyone who reaches the API can read every document")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/documents", h.auth(h.findDocuments))
+	mux.Handle("GET /v1/documents/{idOrSlug}", h.auth(h.getDocument))
+	mux.Handle("GET /v1/documents/{id}/operations", h.auth(h.operations))
+	mux.Handle("GET /v1/documents/{id}/relationships", h.auth(h.relationships))
+	mux.Handle("GET /v1/documents/{id}/state", h.auth(h.stateAt))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", h.readyz)
+	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	h.mux = mux
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Close answers every waiting read with 503, stops the poller and makes
+// /readyz fail. It is safe to call more than once.
+func (h *Handler) Close() {
+	h.closeOnce.Do(func() {
+		close(h.closing)
+		h.waiter.close()
+	})
+}
+
+func (h *Handler) isClosing() bool {
+	select {
+	case <-h.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.isClosing() {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the read store is shutting down"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := h.store.Ping(ctx); err != nil {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the projection database does not answer: " + err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// auth checks the bearer token. Every configured token is compared, in
+// constant time over digests of equal length, so neither the position of a
+// match nor a token's length shows in the timing.
+func (h *Handler) auth(next func(http.ResponseWriter, *http.Request) *APIError) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if apiErr := h.checkBearer(r); apiErr != nil {
+			writeError(w, apiErr)
+			return
+		}
+		if apiErr := next(w, r); apiErr != nil {
+			h.refuse(w, r, apiErr)
+		}
+	})
+}
+
+func (h *Handler) checkBearer(r *http.Request) *APIError {
+	if len(h.tokens) == 0 {
+		return nil
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Field: "Authorization",
+			Message: "Authorization: a bearer token is required (Authorization: Bearer <token>)"}
+	}
+	given := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	match := 0
+	for i := range h.tokens {
+		match |= subtle.ConstantTimeCompare(given[:], h.tokens[i][:])
+	}
+	if match != 1 {
+		return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Field: "Authorization",
+			Message: "Authorization: the bearer token is not valid"}
+	}
+	return nil
+}
+
+// refuse writes an error, logging server-side failures.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, e *APIError) {
+	if e.Status >= 500 {
+		h.logger.Warn("read failed", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+			zap.Int("status", e.Status), zap.String("code", e.Code), zap.String("message", e.Message))
+	}
+	writeError(w, e)
+}
+
+// internal wraps an unexpected failure of a dependency.
+func internal(what string, err error) *APIError {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: what + ": " + err.Error()}
+	}
+	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: what + ": " + err.Error()}
+}
+
+// query is a request's query string, checked against the parameters its
+// route knows, with its branch.
+type query struct {
+	v      url.Values
+	branch string
+}
+
+func parseQuery(r *http.Request, known ...string) (query, *APIError) {
+	v := r.URL.Query()
+	known = append(known, "branch", TokenParam, "wait")
+	for name, vals := range v {
+		if !slices.Contains(known, name) {
+			slices.Sort(known)
+			return query{}, paramError(name, "unknown query parameter (known: %s)", strings.Join(known, ", "))
+		}
+		if len(vals) > 1 {
+			return query{}, paramError(name, "given %d times; give it once", len(vals))
+		}
+	}
+	q := query{v: v, branch: oplog.DefaultBranch}
+	if v.Has("branch") {
+		var apiErr *APIError
+		if q.branch, apiErr = checkName("branch", v.Get("branch")); apiErr != nil {
+			return query{}, apiErr
+		}
+	}
+	return q, nil
+}
+
+// parseStreamQuery is parseQuery for a route that reads one stream of the
+// log: it also reads ?scope=, default global.
+func parseStreamQuery(r *http.Request, known ...string) (query, string, *APIError) {
+	q, apiErr := parseQuery(r, append(known, "scope")...)
+	if apiErr != nil {
+		return q, "", apiErr
+	}
+	scope := oplog.ScopeGlobal
+	if q.v.Has("scope") {
+		scope, apiErr = checkName("scope", q.get("scope"))
+	}
+	return q, scope, apiErr
+}
+
+func (q query) get(name string) string { return q.v.Get(name) }
+
+// checkName validates an identifier parameter as the log stores them:
+// non-empty and at most model.MaxIDLength bytes.
+func checkName(field, v string) (string, *APIError) {
+	if v == "" {
+		return "", paramError(field, "must not be empty")
+	}
+	if len(v) > model.MaxIDLength {
+		return "", paramError(field, "longer than %d bytes", model.MaxIDLength)
+	}
+	return v, nil
+}
+
+// int64Param reads an integer parameter of at least lo; def when absent.
+func (q query) int64Param(name string, lo, def int64) (int64, *APIError) {
+	if !q.v.Has(name) {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(q.get(name), 10, 64)
+	if err != nil {
+		return 0, paramError(name, "%q is not an integer", q.get(name))
+	}
+	if n < lo {
+		return 0, paramError(name, "must be at least %d, got %d", lo, n)
+	}
+	return n, nil
+}
+
+// limit reads ?limit= within the configured bounds.
+func (h *Handler) limit(q query) (int, *APIError) {
+	n, apiErr := q.int64Param("limit", 1, int64(h.cfg.DefaultPageLimit))
+	if apiErr != nil {
+		return 0, apiErr
+	}
+	if n > int64(h.cfg.MaxPageLimit) {
+		return 0, paramError("limit", "must be at most %d, got %d", h.cfg.MaxPageLimit, n)
+	}
+	return int(n), nil
+}
+
+// consistency reads the request's consistency token and ?wait=, waits for
+// source to reach the token, and reports why it did not.
+func (h *Handler) consistency(r *http.Request, q query, source Source) *APIError {
+	inHeader := r.Header.Values(TokenHeader)
+	inQuery := q.get(TokenParam)
+	var raw, field string
+	switch {
+	case len(inHeader) > 1:
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidToken, Field: TokenHeader,
+			Message: TokenHeader + ": given more than once; merge the coordinates into one token"}
+	case len(inHeader) == 1 && q.v.Has(TokenParam) && inHeader[0] != inQuery:
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidToken, Field: TokenParam,
+			Message: TokenParam + ": differs from the " + TokenHeader + " header; send the token once"}
+	case len(inHeader) == 1:
+		raw, field = inHeader[0], TokenHeader
+	case q.v.Has(TokenParam):
+		raw, field = inQuery, TokenParam
+	}
+	wait := h.cfg.DefaultWait
+	if q.v.Has("wait") {
+		v := q.get("wait")
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			secs, nerr := strconv.ParseFloat(v, 64)
+			if nerr != nil {
+				return paramError("wait", "%q is not a duration (e.g. 10s, 500ms) or a number of seconds", v)
+			}
+			d = time.Duration(secs * float64(time.Second))
+		}
+		if d < 0 {
+			return paramError("wait", "must not be negative")
+		}
+		wait = min(d, h.cfg.MaxWait)
+	}
+	if field == "" {
+		return nil
+	}
+	token, err := DecodeToken(raw)
+	if err != nil {
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidToken, Field: field, Message: field + ": " + err.Error()}
+	}
+	err = h.waiter.await(r.Context(), source, token, wait)
+	var (
+		timeout *ConsistencyTimeoutError
+		quar    *QuarantinedError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &timeout):
+		return &APIError{Status: http.StatusGatewayTimeout, Code: CodeConsistencyTimeout, Field: field, Message: err.Error()}
+	case errors.As(err, &quar):
+		return &APIError{Status: http.StatusConflict, Code: CodeStreamQuarantined, Field: field, Message: err.Error()}
+	case errors.As(err, new(closingError)):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}
+	}
+	return internal("wait for the consistency token", err)
+}
+
+// progress looks up how far source has applied streams: the projections
+// through the store, the log through its revisions (one query per document
+// and branch: a token rarely names more than one document).
+func (h *Handler) progress(ctx context.Context, source Source, streams []oplog.StreamKey) (map[oplog.StreamKey]StreamProgress, error) {
+	if source != SourceLog {
+		return h.store.Progress(ctx, source, streams)
+	}
+	type docBranch struct{ doc, branch string }
+	revs := map[docBranch]oplog.Revisions{}
+	out := make(map[oplog.StreamKey]StreamProgress, len(streams))
+	for _, k := range streams {
+		key := docBranch{k.DocumentID, k.Branch}
+		rv, ok := revs[key]
+		if !ok {
+			var err error
+			if rv, err = h.log.Revisions(ctx, k.DocumentID, k.Branch); err != nil {
+				return nil, fmt.Errorf("read the log's revisions of %s: %w", k.DocumentID, err)
+			}
+			revs[key] = rv
+		}
+		out[k] = StreamProgress{Applied: rv.Revision[k.Scope] - 1}
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package readstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
+)
+
+// operationsBody is the answer of GET /v1/documents/{id}/operations.
+type operationsBody struct {
+	DocumentID string `json:"documentId"`
+	Scope      string `json:"scope"`
+	Branch     string `json:"branch"`
+	// Revision is the stream's revision when it was read.
+	Revision   int64             `json:"revision"`
+	Operations []oplog.Operation `json:"operations"`
+	// NextSince is the ?since= of the next page, absent on the last one.
+	NextSince *int64 `json:"nextSince,omitempty"`
+}
+
+// revisions reads a document's revisions from the log, answering 404 for a
+// document with no operation on the branch.
+func (h *Handler) revisions(ctx context.Context, id, branch string) (oplog.Revisions, *APIError) {
+	revs, err := h.log.Revisions(ctx, id, branch)
+	if err != nil {
+		return revs, internal("read the revisions of "+id, err)
+	}
+	if len(revs.Revision) == 0 {
+		return revs, &APIError{Status: http.StatusNotFound, Code: CodeDocumentNotFound, Field: "id",
+			Message: "id: the log holds no document " + quote(id) + " on branch " + branch}
+	}
+	return revs, nil
+}
+
+func (h *Handler) operations(w http.ResponseWriter, r *http.Request) *APIError {
+	q, scope, apiErr := parseStreamQuery(r, "since", "limit")
+	if apiErr != nil {
+		return apiErr
+	}
+	since, apiErr := q.int64Param("since", 0, 0)
+	if apiErr != nil {
+		return apiErr
+	}
+	limit, apiErr := h.limit(q)
+	if apiErr != nil {
+		return apiErr
+	}
+	if apiErr := h.consistency(r, q, SourceLog); apiErr != nil {
+		return apiErr
+	}
+	id, branch := r.PathValue("id"), q.branch
+	revs, apiErr := h.revisions(r.Context(), id, branch)
+	if apiErr != nil {
+		return apiErr
+	}
+	stream := oplog.StreamKey{DocumentID: id, Scope: scope, Branch: branch}
+	ops, err := h.log.ReadStream(r.Context(), stream, since, limit)
+	if err != nil {
+		return internal("read "+stream.String(), err)
+	}
+	body := operationsBody{DocumentID: id, Scope: scope, Branch: branch, Revision: revs.Revision[scope], Operations: ops}
+	if body.Operations == nil {
+		body.Operations = []oplog.Operation{}
+	}
+	if len(ops) > 0 {
+		next := ops[len(ops)-1].Index + 1
+		// The revision was read before the page: a stream that grew in
+		// between is reported at least as far as the page reached.
+		body.Revision = max(body.Revision, next)
+		if next < body.Revision {
+			body.NextSince = &next
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// stateBody is the answer of GET /v1/documents/{id}/state.
+type stateBody struct {
+	DocumentID   string `json:"documentId"`
+	DocumentType string `json:"documentType"`
+	Scope        string `json:"scope"`
+	Branch       string `json:"branch"`
+	Revision     int64  `json:"revision"`
+	Version      int    `json:"version"`
+	Hash         string `json:"hash"`
+	State        any    `json:"state"`
+	// KeyframeIndex is the index of the keyframe the state was rebuilt
+	// from, absent when it was replayed from index 0.
+	KeyframeIndex *int64 `json:"keyframeIndex,omitempty"`
+	// Replayed is the number of operations replayed (each hash checked).
+	Replayed int64 `json:"replayedOperations"`
+}
+
+func (h *Handler) stateAt(w http.ResponseWriter, r *http.Request) *APIError {
+	q, scope, apiErr := parseStreamQuery(r, "revision")
+	if apiErr != nil {
+		return apiErr
+	}
+	revision, apiErr := q.int64Param("revision", 1, 0)
+	if apiErr != nil {
+		return apiErr
+	}
+	if apiErr := h.consistency(r, q, SourceLog); apiErr != nil {
+		return apiErr
+	}
+	id, branch := r.PathValue("id"), q.branch
+	revs, apiErr := h.revisions(r.Context(), id, branch)
+	if apiErr != nil {
+		return apiErr
+	}
+	head := revs.Revision[scope]
+	if revision == 0 {
+		revision = head
+	}
+	if revision == 0 || revision > head {
+		return &APIError{Status: http.StatusNotFound, Code: CodeRevisionNotFound, Field: "revision",
+			Message: fmt.Sprintf("revision: scope %s of %s has revision %d; ask for 1 to %d", scope, id, head, head)}
+	}
+	stream := oplog.StreamKey{DocumentID: id, Scope: scope, Branch: branch}
+	res, err := h.rebuild(r.Context(), stream, revision)
+	if err != nil {
+		if model.ErrorName(err) != "" {
+			return &APIError{Status: http.StatusInternalServerError, Code: CodeReplayFailed,
+				Message: fmt.Sprintf("replaying %s to revision %d does not reproduce the log: %v", stream, revision, err)}
+		}
+		return internal(fmt.Sprintf("rebuild %s at revision %d", stream, revision), err)
+	}
+	st := res.state
+	body := stateBody{
+		DocumentID: id, DocumentType: st.DocumentType, Scope: scope, Branch: branch, Revision: st.Revision,
+		Version: st.Version, Hash: st.Hash, State: st.State, Replayed: res.replayed,
+	}
+	if res.keyframe >= 0 {
+		body.KeyframeIndex = &res.keyframe
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// rebuilt is a stream state rebuilt at a revision and how.
+type rebuilt struct {
+	state    *model.StreamState
+	keyframe int64 // the keyframe's index, -1 for none
+	replayed int64
+}
+
+// rebuild returns the state of a stream after its first revision
+// operations: from the nearest keyframe at or below it (its hash checked
+// on load) plus the operations after it, each replayed with the model SDK
+// and its hash checked; from index 0 when there is no usable keyframe or an
+// operation's skip reaches before it. The read store never writes a
+// keyframe: that is the executor's.
+func (h *Handler) rebuild(ctx context.Context, stream oplog.StreamKey, revision int64) (rebuilt, error) {
+	kf, ok, err := h.log.NearestKeyframe(ctx, stream, revision-1)
+	if err != nil {
+		return rebuilt{}, fmt.Errorf("read the nearest keyframe of %s: %w", stream, err)
+	}
+	if ok {
+		st, err := model.FromKeyframe(kf)
+		if err == nil {
+			n, err := h.replay(ctx, st, revision)
+			if err == nil {
+				return rebuilt{state: st, keyframe: kf.Index, replayed: n}, nil
+			}
+			if !errors.As(err, new(*model.SkipBeforeStart)) {
+				return rebuilt{}, err
+			}
+		} else {
+			h.logger.Warn("keyframe does not match its hash; replaying from index 0",
+				zap.String("stream", stream.String()), zap.Int64("index", kf.Index), zap.Error(err))
+		}
+	}
+	st := model.NewStreamState(stream, "")
+	n, err := h.replay(ctx, st, revision)
+	if err != nil {
+		return rebuilt{}, err
+	}
+	return rebuilt{state: st, keyframe: -1, replayed: n}, nil
+}
+
+// replayPage bounds one read of the log while rebuilding.
+const replayPage = 1000
+
+// replay reads the operations after st page by page and replays them up to
+// revision.
+func (h *Handler) replay(ctx context.Context, st *model.StreamState, revision int64) (int64, error) {
+	var n int64
+	for st.Revision < revision {
+		ops, err := h.log.ReadStream(ctx, st.Stream, st.Revision, int(min(revision-st.Revision, replayPage)))
+		if err != nil {
+			return n, fmt.Errorf("read %s from index %d: %w", st.Stream, st.Revision, err)
+		}
+		if len(ops) == 0 {
+			return n, fmt.Errorf("read %s from index %d: the log has no operation there", st.Stream, st.Revision)
+		}
+		if st.DocumentType == "" {
+			st.DocumentType = ops[0].DocumentType
+		}
+		if err := h.registry.Replay(st, ops); err != nil {
+			return n, err
+		}
+		n += int64(len(ops))
+	}
+	return n, nil
+}
