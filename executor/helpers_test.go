@@ -45,6 +45,37 @@ func setup(t *testing.T, partitions int32, models ...model.Model) *bundle {
 
 func setupWithURL(t *testing.T, url string, partitions int32, models ...model.Model) *bundle {
 	t.Helper()
+	pool := migratedPool(t, url)
+	kenv := testenv.Kafka(t)
+	kenv.Topics.JobsPartitions = partitions
+	kenv.Topics.WriteReadyPartitions = partitions
+	kenv.CreateTopics()
+
+	reg := registry(t, models...)
+	return &bundle{
+		t:        t,
+		pool:     pool,
+		store:    postgres.New(pool),
+		kenv:     kenv,
+		reg:      reg,
+		producer: kenv.Client(kgo.ProducerLinger(0)),
+	}
+}
+
+// registry holds the built-in models and the given ones.
+func registry(t *testing.T, models ...model.Model) *model.Registry {
+	t.Helper()
+	reg, err := builtin.NewRegistry()
+	require.NoError(t, err)
+	for _, m := range models {
+		require.NoError(t, reg.Register(m))
+	}
+	return reg
+}
+
+// migratedPool opens a pool on url and migrates the operation log there.
+func migratedPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg, err := pgxpool.ParseConfig(url)
@@ -55,25 +86,7 @@ func setupWithURL(t *testing.T, url string, partitions int32, models ...model.Mo
 	t.Cleanup(pool.Close)
 	_, err = postgres.Migrate(ctx, pool)
 	require.NoError(t, err)
-
-	kenv := testenv.Kafka(t)
-	kenv.Topics.JobsPartitions = partitions
-	kenv.Topics.WriteReadyPartitions = partitions
-	kenv.CreateTopics()
-
-	reg, err := builtin.NewRegistry()
-	require.NoError(t, err)
-	for _, m := range models {
-		require.NoError(t, reg.Register(m))
-	}
-	return &bundle{
-		t:        t,
-		pool:     pool,
-		store:    postgres.New(pool),
-		kenv:     kenv,
-		reg:      reg,
-		producer: kenv.Client(kgo.ProducerLinger(0)),
-	}
+	return pool
 }
 
 // config is a member configuration tuned for tests: short session timeouts

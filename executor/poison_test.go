@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/doclog/doclog/executor"
 	"github.com/doclog/doclog/executor/model"
@@ -125,4 +127,47 @@ func TestPoisonDoesNotBlockThePartition(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ops, 2, "open and deposit; the overdraft wrote nothing")
 	require.Equal(t, deposit.JobID, ops[1].JobID)
+}
+
+// A document type this member does not know waits instead of failing (a
+// rolling upgrade may be bringing the model in): once a member that knows it
+// takes the partition over, the job completes.
+func TestUnknownModelWaitsForRollingUpgrade(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1, newModel())
+	core, logs := observer.New(zap.InfoLevel)
+	old := b.config()
+	old.Registry = registry(t) // the built-in models only
+	old.Logger = zap.New(core)
+	oldMember := b.start(old)
+
+	create := createJob("doc-new", newType)
+	other := createJob("doc-other", jsondoc.DocumentType)
+	b.submit(create, other)
+	b.waitResults(ids([]*record.Job{other}), 30*time.Second)
+	waitFor(t, 30*time.Second, "the job waits for its model", func() bool {
+		return logs.FilterMessage("job waits for its model").Len() > 0
+	})
+	res, err := b.store.JobResults(context.Background(), []string{create.JobID})
+	require.NoError(t, err)
+	require.Empty(t, res, "the old member neither applied nor failed the job")
+
+	oldMember.stop()
+	b.start(b.config())
+	results := b.waitResults([]string{create.JobID}, 30*time.Second)
+	require.Equal(t, oplog.JobWriteReady, results[create.JobID].Status)
+}
+
+const newType = "test/new"
+
+func newModel() model.Model {
+	return model.MustSpec(model.Spec{
+		DocumentType: newType,
+		ModelVersion: 1,
+		Initial:      map[string]func() any{oplog.ScopeGlobal: func() any { return map[string]any{} }},
+		ActionList: []*model.ActionSpec{{
+			Type: "NOOP", Scopes: []string{oplog.ScopeGlobal},
+			Reduce: func(state any, _ *model.Call) (any, error) { return state, nil },
+		}},
+	})
 }

@@ -1,0 +1,78 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
+)
+
+// pgError mimics the driver's error: the executor sees only its SQLState.
+type pgError struct{ code string }
+
+func (e *pgError) Error() string    { return "pg error " + e.code }
+func (e *pgError) SQLState() string { return e.code }
+
+func TestIsUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{fmt.Errorf("read: %w", context.DeadlineExceeded), true},
+		{fmt.Errorf("dial: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), true},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("append: %w", &pgError{"57P01"}), true},
+		{fmt.Errorf("append: %w", &pgError{"08006"}), true},
+		{fmt.Errorf("append: %w", &pgError{"23505"}), false},
+		{fmt.Errorf("append: %w", &pgError{"22P02"}), false},
+		{&oplog.RevisionMismatch{}, false},
+		{errors.New("something else"), false},
+	} {
+		require.Equal(t, tc.want, isUnavailable(tc.err), "%v", tc.err)
+	}
+}
+
+func TestFailureClassification(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		name string
+		typ  record.ErrorType
+	}{
+		{&model.InvalidInput{Reason: "x"}, model.NameInvalidInput, record.ErrInvalidAction},
+		{&model.UnknownActionType{DocumentType: "t"}, model.NameUnknownActionType, record.ErrInvalidAction},
+		{fmt.Errorf("waited: %w", &model.ModelNotFound{DocumentType: "t"}), model.NameModelNotFound, record.ErrUnknownDocumentType},
+		{&model.DocumentNotFound{}, model.NameDocumentNotFound, record.ErrDocumentNotFound},
+		{&model.DocumentExists{}, model.NameDocumentExists, record.ErrDocumentExists},
+		{&model.DocumentDeleted{}, model.NameDocumentDeleted, record.ErrDocumentDeleted},
+		{model.Violation("overdraft", "no"), model.NameBusinessRuleViolation, record.ErrReducer},
+		{&model.ReducerError{Err: errors.New("bad")}, model.NameReducerError, record.ErrReducer},
+		{&model.ReducerError{Panic: true, Err: errors.New("boom")}, model.NameReducerError, record.ErrReducerPanic},
+		{&DependencyFailedError{Dependency: "j"}, NameDependencyFailed, record.ErrDependencyFailed},
+		{&JobTimeoutError{Reason: "r"}, NameJobTimeout, record.ErrTimeout},
+		{&ConflictBudgetExhaustedError{Conflicts: 3, Last: &oplog.RevisionMismatch{}}, NameConflictBudgetExhausted, record.ErrConflictBudgetExhausted},
+		{&RetriesExhaustedError{Attempts: 3, Last: errors.New("flaky")}, NameRetriesExhausted, record.ErrRetriesExhausted},
+		{&DocumentTypeMismatchError{}, NameDocumentTypeMismatch, record.ErrInvalidAction},
+		{errors.New("plain"), NameError, record.ErrUnclassified},
+	} {
+		info := errorInfo(tc.err)
+		require.Equal(t, tc.name, info.Name, "%v", tc.err)
+		require.Equal(t, tc.err.Error(), info.Message)
+		require.Equal(t, tc.typ, failureType(info), "%v", tc.err)
+	}
+	// Causes keep their names across the boundary.
+	info := errorInfo(&RetriesExhaustedError{Attempts: 2, Last: &model.HashMismatch{}})
+	require.NotNil(t, info.Cause)
+	require.Equal(t, model.NameHashMismatch, info.Cause.Name)
+}
