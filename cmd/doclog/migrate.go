@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/doclog/doclog/admin"
 	"github.com/doclog/doclog/log/postgres"
 )
 
@@ -40,11 +41,11 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		Short: "Apply pending schema migrations (safe to run from many processes at once)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd.Context(), dbURL, func(ctx context.Context, store *postgres.Store) error {
-				applied, err := store.Migrate(ctx)
+				n, err := admin.MigrateAll(ctx, store)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "applied %d migration(s)\n", len(applied))
+				fmt.Fprintf(out, "applied %d migration(s)\n", n)
 				return printStatus(ctx, out, store)
 			})
 		},
@@ -58,7 +59,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			})
 		},
 	})
-	root.AddCommand(migrate)
+	root.AddCommand(migrate, newServeCmd(out), newDevCmd(out))
 	return root
 }
 

@@ -23,7 +23,7 @@ func TestMigrateCommand(t *testing.T) {
 	require.Regexp(t, `001\s+operation_log\s+pending`, before)
 
 	first := run("migrate")
-	require.Contains(t, first, "applied 1 migration(s)")
+	require.Regexp(t, `applied [1-9]\d* migration\(s\)`, first)
 	require.NotContains(t, first, "pending")
 
 	require.Contains(t, run("migrate"), "applied 0 migration(s)")

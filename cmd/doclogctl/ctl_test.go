@@ -30,7 +30,7 @@ func migrated(t *testing.T) string {
 	url := testenv.PostgresSchema(t)
 	code, out, errOut := ctl(t, "migrate", "up", "--database-url", url)
 	require.Equal(t, exitOK, code, errOut)
-	require.Contains(t, out, "applied 1 migration(s)")
+	require.Regexp(t, `applied [1-9]\d* migration\(s\)`, out)
 	return url
 }
 

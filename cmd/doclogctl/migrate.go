@@ -8,6 +8,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
 
+	"github.com/doclog/doclog/admin"
 	"github.com/doclog/doclog/log/postgres"
 )
 
@@ -19,12 +20,12 @@ func newMigrateCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
-				applied, err := s.Migrate(ctx)
+				n, err := admin.MigrateAll(ctx, s)
 				if err != nil {
 					return err
 				}
 				if g.output == "table" {
-					fmt.Fprintf(g.out, "applied %d migration(s)\n", len(applied))
+					fmt.Fprintf(g.out, "applied %d migration(s)\n", n)
 				}
 				return g.migrationStatus(ctx, s)
 			})

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/internal/config"
+	"github.com/doclog/doclog/internal/telemetry"
+)
+
+func newServeCmd(out io.Writer) *cobra.Command {
+	s := &settings{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the given roles against external Postgres, Kafka and (optionally) ClickHouse",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := resolve(cmd, s); err != nil {
+				return err
+			}
+			logger, err := newLogger(s)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = logger.Sync() }()
+			a, err := newApp(cmd.Context(), s, logger)
+			if err != nil {
+				return err
+			}
+			return a.run(cmd.Context(), func() {
+				logger.Info("doclog serving", zap.Strings("roles", s.roles), zap.String("ops", a.addr("ops")),
+					zap.String("ingest", a.addr(roleIngest)))
+			})
+		},
+	}
+	bindFlags(cmd.Flags(), s)
+	config.AnnotateUsage(cmd.Flags())
+	return cmd
+}
+
+// resolve reads DOCLOG_* (and the conventional DATABASE_URL and
+// CLICKHOUSE_URL) into the flags not given, then validates.
+func resolve(cmd *cobra.Command, s *settings) error {
+	if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
+		return err
+	}
+	if s.databaseURL == "" {
+		s.databaseURL = os.Getenv("DATABASE_URL")
+	}
+	if s.clickhouseURL == "" {
+		s.clickhouseURL = os.Getenv("CLICKHOUSE_URL")
+	}
+	if err := s.validate(); err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return nil
+}
+
+func newLogger(s *settings) (*zap.Logger, error) {
+	return telemetry.NewLogger(telemetry.LogConfig{Level: s.logLevel, Encoding: s.logEncoding})
+}
