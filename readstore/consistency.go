@@ -314,3 +314,27 @@ func (w *waiter) close() {
 		<-done
 	}
 }
+
+// ReadReadiness tells whether the document view has applied a consistency
+// token, so that a WRITE_READY job can be reported READ_READY; it satisfies
+// ingest.ReadReadiness. It is monotone, as that interface requires: a view
+// row's last index only grows. A token held back by a quarantine is not
+// ready.
+type ReadReadiness struct {
+	Store Store
+}
+
+// ReadReady reports whether the document view has applied every
+// coordinate of the token.
+func (r ReadReadiness) ReadReady(ctx context.Context, token oplog.ConsistencyToken) (bool, error) {
+	coords := followed(SourceDocView, token)
+	if len(coords) == 0 {
+		return true, nil
+	}
+	prog, err := r.Store.Progress(ctx, SourceDocView, streamsOf(coords))
+	if err != nil {
+		return false, fmt.Errorf("check whether the document view reached a token: %w", err)
+	}
+	behind, qerr := evaluate(SourceDocView, coords, prog)
+	return qerr == nil && len(behind) == 0, nil
+}

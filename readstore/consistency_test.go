@@ -11,6 +11,7 @@ import (
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/jsondoc"
+	"github.com/doclog/doclog/ingest"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/readstore"
 )
@@ -58,6 +59,16 @@ func TestReadYourWrites(t *testing.T) {
 		res.decode(t, &d)
 		require.Equal(t, "ryw", d.Slug)
 	}
+	// The same check reports READ_READY to ingest.
+	var ready ingest.ReadReadiness = readstore.ReadReadiness{Store: b.store}
+	ok, err := ready.ReadReady(t.Context(), rec.ConsistencyToken)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = ready.ReadReady(t.Context(), oplog.ConsistencyToken{Coordinates: []oplog.Coordinate{
+		{DocumentID: "ryw-1", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch, Index: 0},
+	}})
+	require.NoError(t, err)
+	require.False(t, ok, "nothing was written to the global scope yet")
 
 	// Every write read back with its token sees its effect, through the
 	// document view, the relationship index and the log.

@@ -107,7 +107,8 @@ type foundDocument struct {
 	Revision int64 `json:"revision"`
 }
 
-// The cursor is the last id of a page, base64url-encoded: opaque to
+// The cursor is the key of a page's last row (an id; for relationships the
+// JSON array [source, type, target]), base64url-encoded: opaque to
 // clients, stable under concurrent writes (paging is by id in code-point
 // order, so a document created between two pages appears in the later one
 // exactly when its id sorts after the cursor).
@@ -181,6 +182,7 @@ type relationshipsBody struct {
 	Branch        string             `json:"branch"`
 	Direction     Direction          `json:"direction"`
 	Relationships []relationshipBody `json:"relationships"`
+	NextCursor    string             `json:"nextCursor,omitempty"`
 }
 
 type relationshipBody struct {
@@ -192,45 +194,60 @@ type relationshipBody struct {
 }
 
 func (h *Handler) relationships(w http.ResponseWriter, r *http.Request) *APIError {
-	q, apiErr := parseQuery(r, "direction", "type")
+	q, apiErr := parseQuery(r, "direction", "type", "cursor", "limit")
 	if apiErr != nil {
 		return apiErr
 	}
-	branch := q.branch
-	dir := DirectionBoth
+	rq := RelationshipQuery{DocumentID: r.PathValue("id"), Branch: q.branch, Direction: DirectionBoth}
 	if q.v.Has("direction") {
 		switch d := Direction(q.get("direction")); d {
 		case DirectionIn, DirectionOut, DirectionBoth:
-			dir = d
+			rq.Direction = d
 		default:
 			return paramError("direction", "%q is not in, out or both", q.get("direction"))
 		}
 	}
-	relType := ""
 	if q.v.Has("type") {
-		if relType, apiErr = checkName("type", q.get("type")); apiErr != nil {
+		if rq.Type, apiErr = checkName("type", q.get("type")); apiErr != nil {
 			return apiErr
 		}
+	}
+	if q.v.Has("cursor") {
+		raw, apiErr := decodeCursor(q.get("cursor"))
+		if apiErr != nil {
+			return apiErr
+		}
+		var key [3]string
+		if json.Unmarshal([]byte(raw), &key) != nil {
+			return paramError("cursor", "not a cursor this API returned")
+		}
+		rq.After = &Relationship{SourceID: key[0], Type: key[1], TargetID: key[2]}
+	}
+	if rq.Limit, apiErr = h.limit(q); apiErr != nil {
+		return apiErr
 	}
 	if apiErr := h.consistency(r, q, SourceIndexer); apiErr != nil {
 		return apiErr
 	}
-	id := r.PathValue("id")
-	if _, err := h.store.IndexedDocument(r.Context(), id, branch); err != nil {
+	if _, err := h.store.IndexedDocument(r.Context(), rq.DocumentID, rq.Branch); err != nil {
 		if errors.As(err, new(*NotFoundError)) {
 			return &APIError{Status: http.StatusNotFound, Code: CodeDocumentNotFound, Field: "id",
-				Message: "id: the relationship index holds no document " + quote(id) + " on branch " + branch}
+				Message: "id: the relationship index holds no document " + quote(rq.DocumentID) + " on branch " + rq.Branch}
 		}
-		return internal("read document "+id, err)
+		return internal("read document "+rq.DocumentID, err)
 	}
-	rels, err := h.store.Relationships(r.Context(), id, branch, dir)
+	rels, err := h.store.Relationships(r.Context(), rq)
 	if err != nil {
-		return internal("read relationships of "+id, err)
+		return internal("read relationships of "+rq.DocumentID, err)
 	}
-	body := relationshipsBody{DocumentID: id, Branch: branch, Direction: dir, Relationships: make([]relationshipBody, 0, len(rels))}
-	for _, rel := range rels {
-		if relType != "" && rel.Type != relType {
-			continue
+	body := relationshipsBody{DocumentID: rq.DocumentID, Branch: rq.Branch, Direction: rq.Direction,
+		Relationships: make([]relationshipBody, 0, min(len(rels), rq.Limit))}
+	for i, rel := range rels {
+		if i == rq.Limit {
+			last := rels[i-1]
+			key, _ := json.Marshal([3]string{last.SourceID, last.Type, last.TargetID})
+			body.NextCursor = encodeCursor(string(key))
+			break
 		}
 		body.Relationships = append(body.Relationships, relationshipBody{
 			SourceID: rel.SourceID, Type: rel.Type, TargetID: rel.TargetID, Metadata: rel.Metadata, SinceIndex: rel.SinceIndex,

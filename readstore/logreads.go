@@ -24,18 +24,24 @@ type operationsBody struct {
 	NextSince *int64 `json:"nextSince,omitempty"`
 }
 
-// revisions reads a document's revisions from the log, answering 404 for a
-// document with no operation on the branch.
-func (h *Handler) revisions(ctx context.Context, id, branch string) (oplog.Revisions, *APIError) {
-	revs, err := h.log.Revisions(ctx, id, branch)
+// logStream waits for the request's consistency token on the log, then
+// reads the document's revisions, answering 404 for a document with no
+// operation on the branch. It returns the stream the request reads and its
+// revision.
+func (h *Handler) logStream(r *http.Request, q query, scope string) (oplog.StreamKey, int64, *APIError) {
+	k := oplog.StreamKey{DocumentID: r.PathValue("id"), Scope: scope, Branch: q.branch}
+	if apiErr := h.consistency(r, q, SourceLog); apiErr != nil {
+		return k, 0, apiErr
+	}
+	revs, err := h.log.Revisions(r.Context(), k.DocumentID, k.Branch)
 	if err != nil {
-		return revs, internal("read the revisions of "+id, err)
+		return k, 0, internal("read the revisions of "+k.DocumentID, err)
 	}
 	if len(revs.Revision) == 0 {
-		return revs, &APIError{Status: http.StatusNotFound, Code: CodeDocumentNotFound, Field: "id",
-			Message: "id: the log holds no document " + quote(id) + " on branch " + branch}
+		return k, 0, &APIError{Status: http.StatusNotFound, Code: CodeDocumentNotFound, Field: "id",
+			Message: "id: the log holds no document " + quote(k.DocumentID) + " on branch " + k.Branch}
 	}
-	return revs, nil
+	return k, revs.Revision[scope], nil
 }
 
 func (h *Handler) operations(w http.ResponseWriter, r *http.Request) *APIError {
@@ -51,20 +57,15 @@ func (h *Handler) operations(w http.ResponseWriter, r *http.Request) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	if apiErr := h.consistency(r, q, SourceLog); apiErr != nil {
-		return apiErr
-	}
-	id, branch := r.PathValue("id"), q.branch
-	revs, apiErr := h.revisions(r.Context(), id, branch)
+	stream, head, apiErr := h.logStream(r, q, scope)
 	if apiErr != nil {
 		return apiErr
 	}
-	stream := oplog.StreamKey{DocumentID: id, Scope: scope, Branch: branch}
 	ops, err := h.log.ReadStream(r.Context(), stream, since, limit)
 	if err != nil {
 		return internal("read "+stream.String(), err)
 	}
-	body := operationsBody{DocumentID: id, Scope: scope, Branch: branch, Revision: revs.Revision[scope], Operations: ops}
+	body := operationsBody{DocumentID: stream.DocumentID, Scope: scope, Branch: stream.Branch, Revision: head, Operations: ops}
 	if body.Operations == nil {
 		body.Operations = []oplog.Operation{}
 	}
@@ -107,23 +108,21 @@ func (h *Handler) stateAt(w http.ResponseWriter, r *http.Request) *APIError {
 	if apiErr != nil {
 		return apiErr
 	}
-	if apiErr := h.consistency(r, q, SourceLog); apiErr != nil {
-		return apiErr
-	}
-	id, branch := r.PathValue("id"), q.branch
-	revs, apiErr := h.revisions(r.Context(), id, branch)
+	stream, head, apiErr := h.logStream(r, q, scope)
 	if apiErr != nil {
 		return apiErr
 	}
-	head := revs.Revision[scope]
 	if revision == 0 {
 		revision = head
 	}
-	if revision == 0 || revision > head {
+	if head == 0 {
 		return &APIError{Status: http.StatusNotFound, Code: CodeRevisionNotFound, Field: "revision",
-			Message: fmt.Sprintf("revision: scope %s of %s has revision %d; ask for 1 to %d", scope, id, head, head)}
+			Message: fmt.Sprintf("revision: scope %s of %s has no operations", scope, stream.DocumentID)}
 	}
-	stream := oplog.StreamKey{DocumentID: id, Scope: scope, Branch: branch}
+	if revision > head {
+		return &APIError{Status: http.StatusNotFound, Code: CodeRevisionNotFound, Field: "revision",
+			Message: fmt.Sprintf("revision: scope %s of %s has revision %d; ask for 1 to %d", scope, stream.DocumentID, head, head)}
+	}
 	res, err := h.rebuild(r.Context(), stream, revision)
 	if err != nil {
 		if model.ErrorName(err) != "" {
@@ -134,7 +133,7 @@ func (h *Handler) stateAt(w http.ResponseWriter, r *http.Request) *APIError {
 	}
 	st := res.state
 	body := stateBody{
-		DocumentID: id, DocumentType: st.DocumentType, Scope: scope, Branch: branch, Revision: st.Revision,
+		DocumentID: stream.DocumentID, DocumentType: st.DocumentType, Scope: scope, Branch: stream.Branch, Revision: st.Revision,
 		Version: st.Version, Hash: st.Hash, State: st.State, Replayed: res.replayed,
 	}
 	if res.keyframe >= 0 {

@@ -259,6 +259,28 @@ func TestQueries(t *testing.T) {
 		res.decode(t, &rels)
 		require.Empty(t, rels.Relationships)
 
+		// Paged: every link once, in order, whatever the page size.
+		var keys []string
+		path := "/v1/documents/drv-1/relationships?limit=2"
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 5)
+			res := get(t, h, path)
+			require.Equal(t, 200, res.status, "%s", res.body)
+			var page struct {
+				relsBody
+				NextCursor string `json:"nextCursor"`
+			}
+			res.decode(t, &page)
+			for _, r := range page.Relationships {
+				keys = append(keys, r.SourceID+">"+r.TargetID)
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			path = "/v1/documents/drv-1/relationships?limit=2&cursor=" + page.NextCursor
+		}
+		require.Equal(t, []string{"drv-1>c-0", "drv-1>c-1", "drv-1>c-2", "drv-1>c-3", "drv-1>c-4"}, keys)
+
 		res = get(t, h, "/v1/documents/nope/relationships")
 		require.Equal(t, 404, res.status)
 	})
@@ -342,6 +364,25 @@ func TestQueries(t *testing.T) {
 		var st stateBody
 		res.decode(t, &st)
 		require.Equal(t, int64(12), st.Revision, "the head by default")
+
+		// A keyframe whose state does not hash to its hash is never
+		// trusted: the state is replayed from index 0 instead.
+		bad, err := f.env.Registry.ReplayStream(k, jsondoc.DocumentType, ops[:9])
+		require.NoError(t, err)
+		badKf, err := bad.Keyframe()
+		require.NoError(t, err)
+		badKf.State = []byte(`{"n":"forged"}`)
+		require.NoError(t, f.env.Log.PutKeyframe(ctx, badKf))
+		want, err := f.env.Registry.ReplayStream(k, jsondoc.DocumentType, ops[:10])
+		require.NoError(t, err)
+		res = get(t, h, "/v1/documents/c-0/state?revision=10")
+		require.Equal(t, 200, res.status, "%s", res.body)
+		st = stateBody{}
+		res.decode(t, &st)
+		require.Nil(t, st.KeyframeIndex)
+		require.Equal(t, int64(10), st.Replayed)
+		require.Equal(t, want.Hash, st.Hash)
+		require.True(t, model.EqualJSON(want.State, st.State))
 
 		res = get(t, h, "/v1/documents/c-0/state?revision=13")
 		require.Equal(t, 404, res.status)

@@ -96,6 +96,22 @@ const (
 	DirectionBoth Direction = "both" // either
 )
 
+// RelationshipQuery selects the links of one document of the relationship
+// index, ordered by (source, type, target), after After.
+type RelationshipQuery struct {
+	DocumentID string
+	Branch     string
+	Direction  Direction
+	// Type keeps links of this type; "" keeps every type.
+	Type string
+	// After is the key of the previous page's last link (nil for the first
+	// page); only SourceID, Type and TargetID are used.
+	After *Relationship
+	// Limit bounds the page; the store returns up to Limit+1 rows so the
+	// caller knows whether there is a next page.
+	Limit int
+}
+
 // Relationship is one link of the relationship index.
 type Relationship struct {
 	SourceID string
@@ -134,9 +150,9 @@ type Store interface {
 	FindDocuments(ctx context.Context, q FindQuery) ([]IndexedDocument, error)
 	// IndexedDocument returns a document of the relationship index.
 	IndexedDocument(ctx context.Context, id, branch string) (IndexedDocument, error)
-	// Relationships lists a document's links in the relationship index,
+	// Relationships pages a document's links in the relationship index,
 	// ordered by source, type and target.
-	Relationships(ctx context.Context, id, branch string, dir Direction) ([]Relationship, error)
+	Relationships(ctx context.Context, q RelationshipQuery) ([]Relationship, error)
 	// Progress returns how far the projection (SourceDocView or
 	// SourceIndexer) has applied each stream, with its quarantine, in one
 	// round trip. Every stream asked for has an entry.

@@ -18,13 +18,10 @@ import (
 
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/projectors/docview"
+	"github.com/doclog/doclog/projectors/indexer"
 	"github.com/doclog/doclog/projectors/pgproj"
 	"github.com/doclog/doclog/readstore"
 )
-
-// indexerName is the relationship index's projector name (projectors/indexer
-// Name), which keys its quarantines.
-const indexerName = "indexer"
 
 // Store is readstore.Store over a pgx pool holding the projections' schema
 // (pgproj, docview and indexer migrations).
@@ -166,14 +163,22 @@ FROM documents d WHERE d.document_id = $1 AND d.branch = $2`, id, branch), &d)
 }
 
 // Relationships implements readstore.Store.
-func (s *Store) Relationships(ctx context.Context, id, branch string, dir readstore.Direction) ([]readstore.Relationship, error) {
-	out := dir == readstore.DirectionOut || dir == readstore.DirectionBoth
-	in := dir == readstore.DirectionIn || dir == readstore.DirectionBoth
+func (s *Store) Relationships(ctx context.Context, q readstore.RelationshipQuery) ([]readstore.Relationship, error) {
+	out := q.Direction == readstore.DirectionOut || q.Direction == readstore.DirectionBoth
+	in := q.Direction == readstore.DirectionIn || q.Direction == readstore.DirectionBoth
+	after := q.After
+	if after == nil {
+		after = &readstore.Relationship{}
+	}
+	// The empty key sorts before every row, so the first page needs no
+	// special case.
 	rows, err := s.pool.Query(ctx, `SELECT source_id, type, target_id, metadata::text, since_index FROM document_relationships
-WHERE branch = $2 AND (($3 AND source_id = $1) OR ($4 AND target_id = $1))
-ORDER BY source_id, type, target_id`, id, branch, out, in)
+WHERE branch = $2 AND (($3 AND source_id = $1) OR ($4 AND target_id = $1)) AND ($5 = '' OR type = $5)
+  AND (source_id, type, target_id) > ($6, $7, $8)
+ORDER BY source_id, type, target_id LIMIT $9`,
+		q.DocumentID, q.Branch, out, in, q.Type, after.SourceID, after.Type, after.TargetID, q.Limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("read relationships of %s: %w", id, err)
+		return nil, fmt.Errorf("read relationships of %s: %w", q.DocumentID, err)
 	}
 	defer rows.Close()
 	var rels []readstore.Relationship
@@ -181,7 +186,7 @@ ORDER BY source_id, type, target_id`, id, branch, out, in)
 		var r readstore.Relationship
 		var meta *string
 		if err := rows.Scan(&r.SourceID, &r.Type, &r.TargetID, &meta, &r.SinceIndex); err != nil {
-			return nil, fmt.Errorf("read relationships of %s: %w", id, err)
+			return nil, fmt.Errorf("read relationships of %s: %w", q.DocumentID, err)
 		}
 		if meta != nil {
 			r.Metadata = []byte(*meta)
@@ -189,7 +194,7 @@ ORDER BY source_id, type, target_id`, id, branch, out, in)
 		rels = append(rels, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read relationships of %s: %w", id, err)
+		return nil, fmt.Errorf("read relationships of %s: %w", q.DocumentID, err)
 	}
 	return rels, nil
 }
@@ -207,7 +212,7 @@ func (s *Store) Progress(ctx context.Context, source readstore.Source, streams [
 		projector = docview.Name
 		applied = `(SELECT p.last_index FROM document_snapshots p WHERE p.document_id = k.d AND p.branch = k.b AND p.scope = k.s)`
 	case readstore.SourceIndexer:
-		projector = indexerName
+		projector = indexer.Name
 		applied = `(SELECT p.last_index FROM documents p WHERE p.document_id = k.d AND p.branch = k.b AND k.s = 'document')`
 	default:
 		return nil, fmt.Errorf("progress of %s: not a projection", source)
