@@ -27,11 +27,17 @@ import (
 //go:embed openapi.yaml
 var OpenAPI []byte
 
-// Producer sends records and waits for the broker's acknowledgement.
-// *kgo.Client satisfies it; build it with ProducerOptions so that an
-// acknowledgement means every in-sync replica has the record.
+// Producer sends a record and calls promise once the broker acknowledged it
+// (err nil) or it failed. *kgo.Client satisfies it; build it with
+// ProducerOptions so that an acknowledgement means every in-sync replica has
+// the record.
+//
+// The handler waits for the promise only until Config.ProduceTimeout: the
+// idempotent producer does not give up on a record it may already have sent
+// (doing so could reorder or duplicate it), so with the broker gone the
+// promise may come much later, when the broker is back or the client closes.
 type Producer interface {
-	ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults
+	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
 }
 
 // Pinger is implemented by a Producer that can tell whether a broker
@@ -342,7 +348,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.ProduceTimeout)
 	defer cancel()
 	start := time.Now()
-	if err := h.producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
+	if err := h.produce(ctx, rec); err != nil {
 		jl.Error("produce job", zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
 			writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeRecordTooLarge,
@@ -357,6 +363,20 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 	statusURL := "/v1/jobs/" + job.JobID
 	w.Header().Set("Location", statusURL)
 	writeJSON(w, http.StatusAccepted, submitted{JobID: job.JobID, DocumentID: job.DocumentID, Status: oplog.JobPending, StatusURL: statusURL})
+}
+
+// produce sends the record and waits for its acknowledgement until ctx
+// ends. The promise's channel is buffered so a late promise never blocks the
+// producer.
+func (h *Handler) produce(ctx context.Context, rec *kgo.Record) error {
+	acked := make(chan error, 1)
+	h.producer.Produce(ctx, rec, func(_ *kgo.Record, err error) { acked <- err })
+	select {
+	case err := <-acked:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the broker's acknowledgement: %w", context.Cause(ctx))
+	}
 }
 
 // refuse answers a request the API does not accept; nothing was produced.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -77,12 +78,12 @@ func (c *countingReader) JobResults(ctx context.Context, ids []string) (map[stri
 // failingProducer acknowledges nothing.
 type failingProducer struct{ err error }
 
-func (p failingProducer) ProduceSync(_ context.Context, rs ...*kgo.Record) kgo.ProduceResults {
-	out := make(kgo.ProduceResults, len(rs))
-	for i, r := range rs {
-		out[i] = kgo.ProduceResult{Record: r, Err: p.err}
+func (p failingProducer) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+	err := p.err
+	if err == nil {
+		err = errors.New("failing producer")
 	}
-	return out
+	promise(r, err)
 }
 
 // request is one HTTP call in a test.
@@ -126,6 +127,14 @@ func (r response) apiError(t *testing.T) apiError {
 // OpenAPI document: every response a test sees is one the document allows.
 func do(t *testing.T, h http.Handler, req request) response {
 	t.Helper()
+	res, hr := serve(h, req)
+	checkSpec(t, hr, res)
+	return res
+}
+
+// serve serves the request through h without checks, for goroutines that
+// must not fail the test themselves.
+func serve(h http.Handler, req request) (response, *http.Request) {
 	var body io.Reader
 	if req.body != "" {
 		body = strings.NewReader(req.body)
@@ -143,9 +152,7 @@ func do(t *testing.T, h http.Handler, req request) response {
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, hr)
-	res := response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
-	checkSpec(t, hr, res)
-	return res
+	return response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}, hr
 }
 
 var (
