@@ -54,6 +54,7 @@ type Projector struct {
 	cfg    Config
 	conn   driver.Conn
 	logger *zap.Logger
+	m      *metrics
 	now    func() time.Time
 }
 
@@ -88,7 +89,7 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Projector, error
 	if err != nil {
 		return nil, fmt.Errorf("connect to clickhouse at %v: %w", cfg.Addr, err)
 	}
-	p := &Projector{cfg: cfg, conn: conn, logger: logger.With(zap.String("projector", cfg.Name)), now: time.Now}
+	p := &Projector{cfg: cfg, conn: conn, logger: logger.With(zap.String("projector", cfg.Name)), m: newMetrics(cfg.Registerer), now: time.Now}
 	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+cfg.InsertTimeout)
 	defer cancel()
 	if err := conn.Ping(ctx); err != nil {
@@ -205,19 +206,28 @@ func (p *Projector) insert(ctx context.Context, table string, cols []column, row
 		return nil
 	}
 	start := time.Now()
+	err := p.send(ctx, table, cols, fill)
+	if err != nil {
+		p.m.errors.WithLabelValues(p.cfg.Name, table).Inc()
+		return &InsertError{Table: table, Rows: rows, Err: err}
+	}
+	took := time.Since(start)
+	p.m.rows.WithLabelValues(p.cfg.Name, table).Observe(float64(rows))
+	p.m.seconds.WithLabelValues(p.cfg.Name, table).Observe(took.Seconds())
+	p.logger.Debug("inserted", zap.String("table", table), zap.Int("rows", rows), zap.Duration("took", took))
+	return nil
+}
+
+func (p *Projector) send(ctx context.Context, table string, cols []column, fill func(driver.Batch) error) error {
 	b, err := p.conn.PrepareBatch(ctx, "INSERT INTO "+p.cfg.Database+"."+table+" ("+columnList(cols)+")")
 	if err != nil {
-		return &InsertError{Table: table, Rows: rows, Err: err}
+		return err
 	}
 	if err := fill(b); err != nil {
 		_ = b.Abort()
-		return &InsertError{Table: table, Rows: rows, Err: err}
+		return err
 	}
-	if err := b.Send(); err != nil {
-		return &InsertError{Table: table, Rows: rows, Err: err}
-	}
-	p.logger.Debug("inserted", zap.String("table", table), zap.Int("rows", rows), zap.Duration("took", time.Since(start)))
-	return nil
+	return b.Send()
 }
 
 func appendOperation(b driver.Batch, op *oplog.Operation, now int64) error {

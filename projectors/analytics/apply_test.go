@@ -3,10 +3,13 @@ package analytics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/projectors"
@@ -94,14 +97,74 @@ func TestApplyTwiceChangesNoCount(t *testing.T) {
 }
 
 // TestApplyInsertError reports an insert ClickHouse refused as *InsertError.
+// and counts it.
 func TestApplyInsertError(t *testing.T) {
 	t.Parallel()
-	p := newProjector(t)
+	reg := prometheus.NewRegistry()
+	p := newProjector(t, func(c *analytics.Config) { c.Registerer = reg })
 	w := newWriter(t)
+	tx := &fakeTx{heads: map[oplog.StreamKey]projectors.Head{}}
+	apply(t, p, tx, merge(w.create("x", "x"), w.patch("x", oplog.ScopeGlobal, 1))...)
+	require.Equal(t, map[string]float64{"documents count": 1, "documents sum": 1, "operations count": 1, "operations sum": 2},
+		gathered(t, reg, "doclog_analytics_insert_rows"))
+
 	require.NoError(t, p.Conn().Exec(context.Background(), "DROP TABLE "+p.Database()+".operations"))
-	err := p.Apply(context.Background(), &fakeTx{heads: map[oplog.StreamKey]projectors.Head{}}, []projectors.Change{w.create("x", "x")})
+	err := p.Apply(context.Background(), tx, []projectors.Change{w.patch("x", oplog.ScopeGlobal, 2)})
 	var ie *analytics.InsertError
 	require.True(t, errors.As(err, &ie), "got %v", err)
 	require.Equal(t, analytics.TableOperations, ie.Table)
 	require.Equal(t, 1, ie.Rows)
+	require.Equal(t, map[string]float64{"operations": 1}, gathered(t, reg, "doclog_analytics_insert_errors_total"))
+}
+
+// gathered reads a metric family by table: a counter's value, or a
+// histogram's sample count and sum.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			table := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "table" {
+					table = l.GetValue()
+				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				out[table+" count"] = float64(h.GetSampleCount())
+				out[table+" sum"] = h.GetSampleSum()
+				continue
+			}
+			out[table] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// TestRunnerConfig checks how the batch bounds reach the runner: the poll
+// size, and fetch options placed before the caller's so the caller's win.
+func TestRunnerConfig(t *testing.T) {
+	t.Parallel()
+	p := newProjector(t, func(c *analytics.Config) { c.BatchRows = 123 })
+	callers := kgo.FetchMaxWait(50 * time.Millisecond)
+	rc := p.RunnerConfig(projectors.Config{KafkaOptions: []kgo.Opt{callers}})
+	require.Same(t, p, rc.Projector)
+	require.Equal(t, 123, rc.MaxPollRecords)
+	require.Len(t, rc.KafkaOptions, 4)
+	require.Equal(t, fmt.Sprint(callers), fmt.Sprint(rc.KafkaOptions[3]))
+
+	rc = p.RunnerConfig(projectors.Config{MaxPollRecords: 7})
+	require.Equal(t, 7, rc.MaxPollRecords)
+	require.Len(t, rc.KafkaOptions, 3)
+	require.NoError(t, rc.WithDefaults().Projector.(*analytics.Projector).Ping(context.Background()))
+
+	// The client accepts the options (it validates them without dialing).
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}, rc.KafkaOptions...)...)
+	require.NoError(t, err)
+	cl.Close()
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults of Config.
@@ -68,6 +70,10 @@ type Config struct {
 	BatchRows     int
 	BatchDelay    time.Duration
 	BatchMinBytes int32
+
+	// Registerer receives the projector's insert metrics. Default: a
+	// private registry (the metrics are then not exported).
+	Registerer prometheus.Registerer
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -97,6 +103,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.BatchMinBytes == 0 {
 		c.BatchMinBytes = DefaultBatchMinBytes
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
 	}
 	return c
 }
