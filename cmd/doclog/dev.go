@@ -89,7 +89,7 @@ live in a temporary directory removed at exit.`,
 				if addr := a.addr(roleReadstore); addr != "" {
 					fmt.Fprintf(out, "  readstore  http://%s\n", localAddr(addr))
 				}
-				fmt.Fprintf(out, "  ops        http://%s/metrics  /readyz  /healthz\n", localAddr(a.addr("ops")))
+				fmt.Fprintf(out, "  ops        http://%s  (/metrics, /readyz, /healthz)\n", localAddr(a.addr("ops")))
 				fmt.Fprintf(out, "  postgres   %s\n", s.databaseURL)
 				fmt.Fprintf(out, "  kafka      %s (in-process)\n", strings.Join(s.kafka.Seeds, ","))
 				fmt.Fprintf(out, "Try:\n  curl -s -X POST %s/v1/documents -H 'Content-Type: application/json' -d '{\"documentType\":\"doclog/json\",\"name\":\"hello\"}'\n", ingestURL)

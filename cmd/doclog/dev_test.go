@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDevEndToEnd runs `doclog dev` as a subprocess on a clean data dir,
+// submits a document over HTTP, waits for it to be READ_READY, and stops
+// the process with SIGTERM, which must end it cleanly.
+func TestDevEndToEnd(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "doclog")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+
+	dataDir := filepath.Join(t.TempDir(), "data")
+	cmd := exec.Command(bin, "dev", "--data-dir", dataDir,
+		"--ingest-addr", "127.0.0.1:0", "--readstore-addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "DATABASE_URL=", "DOCLOG_DATABASE_URL=", "CLICKHOUSE_URL=")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	// The banner names the addresses it bound.
+	urls := map[string]string{}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		exited <- cmd.Wait()
+	}()
+	re := regexp.MustCompile(`^\s+(ingest|ops|readstore)\s+(http://\S+)`)
+	deadline := time.After(3 * time.Minute)
+	for urls["ingest"] == "" || urls["ops"] == "" {
+		select {
+		case line, ok := <-lines:
+			require.True(t, ok, "doclog dev exited before it was ready:\n%s", stderr.String())
+			if m := re.FindStringSubmatch(line); m != nil {
+				urls[m[1]] = m[2]
+			}
+		case <-deadline:
+			t.Fatalf("doclog dev did not print its URLs in time:\n%s", stderr.String())
+		}
+	}
+	go func() {
+		for range lines { // keep draining so the child never blocks on stdout
+		}
+	}()
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Post(urls["ingest"]+"/v1/documents", "application/json",
+		strings.NewReader(`{"documentType":"doclog/json","name":"hello","actions":[{"type":"MERGE_PATCH","scope":"global","input":{"greeting":"hi"}}]}`))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+	var accepted struct {
+		JobID      string `json:"jobId"`
+		DocumentID string `json:"documentId"`
+	}
+	require.NoError(t, json.Unmarshal(body, &accepted))
+
+	var status struct {
+		Status           string `json:"status"`
+		ConsistencyToken struct {
+			Coordinates []struct {
+				Scope string `json:"scope"`
+				Index int64  `json:"index"`
+			} `json:"coordinates"`
+		} `json:"consistencyToken"`
+	}
+	waitUntil := time.Now().Add(2 * time.Minute)
+	for status.Status != "READ_READY" {
+		require.True(t, time.Now().Before(waitUntil), "job %s never became READ_READY (last %q):\n%s", accepted.JobID, status.Status, stderr.String())
+		resp, err := client.Get(urls["ingest"] + "/v1/jobs/" + accepted.JobID + "?wait=5s")
+		require.NoError(t, err)
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&status))
+		resp.Body.Close()
+		require.NotEqual(t, "FAILED", status.Status)
+	}
+	require.NotEmpty(t, status.ConsistencyToken.Coordinates)
+
+	resp, err = client.Get(urls["ops"] + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "doclog dev must exit cleanly on SIGTERM:\n%s", stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("doclog dev did not stop within a minute of SIGTERM:\n%s", stderr.String())
+	}
+}
