@@ -20,6 +20,7 @@ import (
 	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/ingest"
 	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/internal/lagmetrics"
 	"github.com/doclog/doclog/internal/telemetry"
 	"github.com/doclog/doclog/internal/telemetry/pgxstats"
 	oplog "github.com/doclog/doclog/log"
@@ -54,6 +55,7 @@ type app struct {
 	view  *docview.View
 
 	components []component
+	groups     []string // the consumer groups this process belongs to, for lag metrics
 	closers    []func()
 	addrs      map[string]string // what listens where, for `doclog dev` to print
 	mu         sync.Mutex
@@ -119,6 +121,11 @@ func (a *app) build(ctx context.Context) error {
 	}
 	if a.s.runs(roleProjectors) {
 		if err := a.buildProjectors(ctx); err != nil {
+			return err
+		}
+	}
+	if len(a.groups) > 0 {
+		if err := telemetry.Register(a.metrics, lagmetrics.New(a.s.kafka, a.groups, 0, a.logger)); err != nil {
 			return err
 		}
 	}
@@ -190,12 +197,14 @@ func (r readReadiness) ReadReady(ctx context.Context, token oplog.ConsistencyTok
 }
 
 func (a *app) buildExecutor() error {
+	group := a.s.topics.Prefix + executor.DefaultGroup
+	a.groups = append(a.groups, group)
 	ex, err := executor.New(executor.Config{
 		Store:    a.store,
 		Registry: a.registry,
 		Kafka:    a.s.kafka,
 		Topics:   a.names(),
-		Group:    a.s.topics.Prefix + executor.DefaultGroup,
+		Group:    group,
 		Logger:   a.logger.Named("executor"),
 	})
 	if err != nil {
@@ -260,6 +269,8 @@ func (a *app) buildProjectors(ctx context.Context) error {
 			a.closers = append(a.closers, func() { _ = ap.Close() })
 			p = ap
 		}
+		group := a.s.topics.Prefix + projectors.DefaultGroupPrefix + p.Name()
+		a.groups = append(a.groups, group)
 		r, err := projectors.New(projectors.Config{
 			Projector:  p,
 			Store:      pstore,
@@ -267,7 +278,7 @@ func (a *app) buildProjectors(ctx context.Context) error {
 			Registry:   a.registry,
 			Kafka:      a.s.kafka,
 			Topic:      a.names().WriteReady,
-			Group:      a.s.topics.Prefix + projectors.DefaultGroupPrefix + p.Name(),
+			Group:      group,
 			Logger:     a.logger.Named("projector." + p.Name()),
 			Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"projector": p.Name()}, a.metrics),
 		})
