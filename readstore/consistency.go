@@ -2,6 +2,7 @@ package readstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -128,6 +129,7 @@ type waiter struct {
 	interval time.Duration
 	batch    int
 	logger   *zap.Logger
+	m        *metrics
 
 	mu      sync.Mutex
 	waits   map[*waitReq]struct{}
@@ -145,9 +147,9 @@ type waitReq struct {
 	behind []Behind   // as of the last lookup; guarded by waiter.mu
 }
 
-func newWaiter(progress progressFunc, interval time.Duration, batch int, logger *zap.Logger) *waiter {
+func newWaiter(progress progressFunc, interval time.Duration, batch int, logger *zap.Logger, m *metrics) *waiter {
 	return &waiter{
-		progress: progress, interval: interval, batch: batch, logger: logger,
+		progress: progress, interval: interval, batch: batch, logger: logger, m: m,
 		waits: map[*waitReq]struct{}{}, stop: make(chan struct{}),
 	}
 }
@@ -156,27 +158,56 @@ func newWaiter(progress progressFunc, interval time.Duration, batch int, logger 
 // it follows, *QuarantinedError when one cannot be reached,
 // *ConsistencyTimeoutError when wait passes first, or ctx's error.
 func (w *waiter) await(ctx context.Context, source Source, token oplog.ConsistencyToken, wait time.Duration) error {
+	start := time.Now()
+	queued, err := w.awaitToken(ctx, source, token, wait)
+	var (
+		timeout *ConsistencyTimeoutError
+		quar    *QuarantinedError
+	)
+	outcome := outcomeError
+	switch {
+	case err == nil && !queued:
+		outcome = outcomeAtOnce
+	case err == nil:
+		outcome = outcomeReached
+	case errors.As(err, &timeout):
+		outcome = outcomeTimeout
+	case errors.As(err, &quar):
+		outcome = outcomeQuarantined
+	case errors.As(err, new(closingError)):
+		outcome = outcomeClosed
+	}
+	w.m.waits.WithLabelValues(string(source), outcome).Inc()
+	if queued {
+		w.m.waitSeconds.WithLabelValues(string(source)).Observe(time.Since(start).Seconds())
+	}
+	return err
+}
+
+// awaitToken is await; queued reports whether the request waited on the
+// shared poller.
+func (w *waiter) awaitToken(ctx context.Context, source Source, token oplog.ConsistencyToken, wait time.Duration) (queued bool, _ error) {
 	coords := followed(source, token)
 	if len(coords) == 0 {
-		return nil
+		return false, nil
 	}
 	prog, err := w.progress(ctx, source, streamsOf(coords))
 	if err != nil {
-		return fmt.Errorf("check the consistency token on %s: %w", source, err)
+		return false, fmt.Errorf("check the consistency token on %s: %w", source, err)
 	}
 	behind, err := evaluate(source, coords, prog)
 	if err != nil || len(behind) == 0 {
-		return err
+		return false, err
 	}
 	if wait <= 0 {
-		return &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: behind}
+		return false, &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: behind}
 	}
 
 	req := &waitReq{source: source, coords: coords, ch: make(chan error, 1), behind: behind}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return closingError{}
+		return false, closingError{}
 	}
 	w.waits[req] = struct{}{}
 	if !w.running {
@@ -185,13 +216,15 @@ func (w *waiter) await(ctx context.Context, source Source, token oplog.Consisten
 		go w.loop(w.done)
 	}
 	w.mu.Unlock()
+	w.m.waiting.Inc()
+	defer w.m.waiting.Dec()
 
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	var why error
 	select {
 	case err := <-req.ch:
-		return err
+		return true, err
 	case <-timer.C:
 	case <-ctx.Done():
 		why = ctx.Err()
@@ -203,13 +236,13 @@ func (w *waiter) await(ctx context.Context, source Source, token oplog.Consisten
 	delete(w.waits, req)
 	select {
 	case err := <-req.ch: // settled while we were giving up
-		return err
+		return true, err
 	default:
 	}
 	if why != nil {
-		return why
+		return true, why
 	}
-	return &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: req.behind, LastErr: w.lastErr}
+	return true, &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: req.behind, LastErr: w.lastErr}
 }
 
 func (w *waiter) loop(done chan struct{}) {
@@ -273,6 +306,7 @@ func (w *waiter) lookup(source Source, streams []oplog.StreamKey) (map[oplog.Str
 		case <-ctx.Done():
 		}
 	}()
+	w.m.lookups.WithLabelValues(string(source)).Inc()
 	return w.progress(ctx, source, streams)
 }
 

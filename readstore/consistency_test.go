@@ -102,6 +102,7 @@ func TestReadYourWrites(t *testing.T) {
 		require.Len(t, ops.Operations, i+1)
 	}
 	t.Logf("%d of 20 reads without a token were stale", stale)
+	require.GreaterOrEqual(t, b.metric("doclog_readstore_token_waits_total", "source", "docview", "outcome", "reached"), float64(readers))
 
 	// The relationship index honours tokens too.
 	for i, target := range []string{other.ID, "ryw-x"} {
@@ -153,6 +154,13 @@ func TestConsistencyTimeout(t *testing.T) {
 	require.Equal(t, 503, res.status, "%s", res.body)
 	require.Equal(t, readstore.CodeUnavailable, res.apiError(t).Error.Code)
 	require.Equal(t, 503, get(t, b.h, "/readyz").status)
+
+	require.Equal(t, 1.0, b.metric("doclog_readstore_token_waits_total", "source", "docview", "outcome", "timeout"))
+	require.Equal(t, 1.0, b.metric("doclog_readstore_token_waits_total", "source", "log", "outcome", "timeout"))
+	require.Equal(t, 1.0, b.metric("doclog_readstore_token_waits_total", "source", "docview", "outcome", "closed"))
+	require.Equal(t, 0.0, b.metric("doclog_readstore_waiting_reads"))
+	require.Equal(t, 1.0, b.metric("doclog_readstore_requests_total", "route", "GET /v1/documents/{idOrSlug}", "code", "504"))
+	require.Equal(t, 1.0, b.metric("doclog_readstore_requests_total", "route", "GET /v1/documents/{idOrSlug}", "code", "503"))
 }
 
 // TestSharedPoller: many reads waiting at once cost one lookup per tick,

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/executor/model"
@@ -36,6 +37,9 @@ type Deps struct {
 	Registry *model.Registry
 	// Logger logs refused and failed requests. Default: no logging.
 	Logger *zap.Logger
+	// Registerer receives the read store's metrics (doclog_readstore_*).
+	// Default: a private registry.
+	Registerer prometheus.Registerer
 }
 
 // Handler is the read store API as an http.Handler. Close it when done: it
@@ -47,6 +51,7 @@ type Handler struct {
 	registry *model.Registry
 	logger   *zap.Logger
 	waiter   *waiter
+	m        *metrics
 	tokens   [][sha256.Size]byte
 	mux      *http.ServeMux
 
@@ -72,11 +77,15 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
+	reg := deps.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	h := &Handler{
 		cfg: cfg, store: deps.Store, log: deps.Log, registry: deps.Registry, logger: logger,
-		closing: make(chan struct{}),
+		m: newMetrics(reg), closing: make(chan struct{}),
 	}
-	h.waiter = newWaiter(h.progress, cfg.PollInterval, cfg.PollBatch, logger)
+	h.waiter = newWaiter(h.progress, cfg.PollInterval, cfg.PollBatch, logger, h.m)
 	for _, t := range cfg.BearerTokens {
 		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -102,7 +111,12 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	h.mux.ServeHTTP(sw, r) // sets r.Pattern to the route it matched
+	h.m.observe(r, sw.status, start)
+}
 
 // Close answers every waiting read with 503, stops the poller and makes
 // /readyz fail. It is safe to call more than once.

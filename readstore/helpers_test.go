@@ -16,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	oplog "github.com/doclog/doclog/log"
@@ -34,6 +35,7 @@ type bundle struct {
 	env   *projtest.Env
 	w     *projtest.Workload
 	store *countingStore
+	reg   *prometheus.Registry
 	h     *readstore.Handler
 }
 
@@ -41,10 +43,41 @@ func setup(t *testing.T, cfg readstore.Config) *bundle {
 	t.Helper()
 	env := projtest.New(t, docview.Migrations(), indexer.Migrations())
 	store := &countingStore{Store: pgread.New(env.Pool)}
-	h, err := readstore.NewHandler(cfg, readstore.Deps{Store: store, Log: env.Log, Registry: env.Registry, Logger: projtest.Logger()})
+	reg := prometheus.NewRegistry()
+	h, err := readstore.NewHandler(cfg, readstore.Deps{Store: store, Log: env.Log, Registry: env.Registry, Logger: projtest.Logger(), Registerer: reg})
 	require.NoError(t, err)
 	t.Cleanup(h.Close)
-	return &bundle{t: t, env: env, w: env.NewWorkload(uint64(time.Now().UnixNano())), store: store, h: h}
+	return &bundle{t: t, env: env, w: env.NewWorkload(uint64(time.Now().UnixNano())), store: store, reg: reg, h: h}
+}
+
+// metric returns the value of the counter or gauge series name with the
+// labels (name=value pairs), 0 when it has none.
+func (b *bundle) metric(name string, labels ...string) float64 {
+	b.t.Helper()
+	families, err := b.reg.Gather()
+	require.NoError(b.t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
 }
 
 // startProjectors runs the docview and indexer projectors through the real
