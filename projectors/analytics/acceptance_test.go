@@ -3,7 +3,6 @@ package analytics_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -132,12 +131,10 @@ func countsMatch(t *testing.T, p *analytics.Projector, want map[string]uint64) b
 		n, ok := final[r[0]]
 		require.True(t, ok, "document %s", r[0])
 		exact[r[0]] = n
-		require.Equal(t, r[1], uintString(n), "uniqExact and FINAL disagree on %s", r[0])
+		require.Equal(t, r[1], toString(n), "uniqExact and FINAL disagree on %s", r[0])
 	}
 	return len(exact) == len(want)
 }
-
-func uintString(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // checkDocuments compares the documents table (FINAL) with a replay of the
 // log.
@@ -164,8 +161,8 @@ func checkDocuments(t *testing.T, env *projtest.Env, p *analytics.Projector) {
 		}
 		total := uint64(rev(oplog.ScopeDocument) + rev(oplog.ScopeGlobal) + rev(oplog.ScopeLocal))
 		want[k.DocumentID] = []string{info.DocumentType, info.Name, info.Slug, deleted,
-			uintString(uint64(rev(oplog.ScopeDocument))), uintString(uint64(rev(oplog.ScopeGlobal))), uintString(uint64(rev(oplog.ScopeLocal))),
-			uintString(total)}
+			toString(uint64(rev(oplog.ScopeDocument))), toString(uint64(rev(oplog.ScopeGlobal))), toString(uint64(rev(oplog.ScopeLocal))),
+			toString(total)}
 	}
 	got := map[string][]string{}
 	for _, r := range query(t, p, "SELECT document_id, document_type, name, slug, toString(is_deleted), toString(revision_document), "+

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -206,3 +207,5 @@ func apply(t *testing.T, p *analytics.Projector, tx *fakeTx, changes ...projecto
 func newScanTarget(typ reflect.Type) any { return reflect.New(typ).Interface() }
 
 func deref(v any) string { return fmt.Sprint(reflect.ValueOf(v).Elem().Interface()) }
+
+func toString(n uint64) string { return strconv.FormatUint(n, 10) }
