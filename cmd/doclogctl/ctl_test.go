@@ -172,7 +172,7 @@ func TestDocsValidateReportsCorruptedKeyframe(t *testing.T) {
 func TestTopics(t *testing.T) {
 	t.Parallel()
 	env := testenv.Kafka(t)
-	args := []string{"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topic-prefix", env.Topics.Prefix}
+	args := []string{"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topics-prefix", env.Topics.Prefix}
 
 	code, out, errOut := ctl(t, append([]string{"topics", "create", "--partitions", "3", "-o", "json"}, args...)...)
 	require.Equal(t, exitOK, code, errOut)

@@ -20,7 +20,7 @@ func TestDLQ(t *testing.T) {
 	t.Parallel()
 	env := testenv.Kafka(t)
 	topics := env.CreateTopics()
-	args := []string{"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topic-prefix", env.Topics.Prefix}
+	args := []string{"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topics-prefix", env.Topics.Prefix}
 	ctx := context.Background()
 	cl := env.Client()
 
@@ -106,7 +106,7 @@ func TestJobsSubmit(t *testing.T) {
 	t.Parallel()
 	env := testenv.Kafka(t)
 	topics := env.CreateTopics()
-	args := []string{"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topic-prefix", env.Topics.Prefix}
+	args := []string{"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topics-prefix", env.Topics.Prefix}
 
 	code, out, errOut := ctl(t, append([]string{"jobs", "submit", "--document-id", "doc-9", "--type", "doclog/json",
 		"--actions", `[{"type":"MERGE_PATCH","scope":"global","input":{"a":1}}]`, "--idempotency-key", "k-1", "-o", "json"}, args...)...)

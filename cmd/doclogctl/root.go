@@ -92,7 +92,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.databaseURL, "database-url", "", "Postgres URL of the operation log (also DATABASE_URL)")
 	pf.StringSliceVar(&g.kafkaSeeds, "kafka-seeds", []string{"localhost:9092"}, "Kafka bootstrap brokers")
-	pf.StringVar(&g.topicPrefix, "topic-prefix", "", "prefix of doclog's topic names")
+	pf.StringVar(&g.topicPrefix, "topics-prefix", "", "prefix of doclog's topic names")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&g.timeout, "timeout", 2*time.Minute, "bound on the whole command")
 	config.AnnotateUsage(pf)

@@ -40,7 +40,7 @@ func TestStatus(t *testing.T) {
 	var out string
 	require.Eventually(t, func() bool {
 		code, o, errOut := ctl(t, "status", "-o", "json", "--database-url", url,
-			"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topic-prefix", env.Topics.Prefix, "--groups", "doclog-executor")
+			"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topics-prefix", env.Topics.Prefix, "--groups", "doclog-executor")
 		require.Equal(t, exitOK, code, errOut)
 		out = o
 		rep = statusReport{}
@@ -77,7 +77,7 @@ func TestStatus(t *testing.T) {
 	require.GreaterOrEqual(t, p0.secs, 2.5, "the oldest unconsumed record is about 3 s old")
 
 	code, out, errOut := ctl(t, "status", "--database-url", url,
-		"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topic-prefix", env.Topics.Prefix)
+		"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topics-prefix", env.Topics.Prefix)
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, out, "migrations 1/1")
 }
