@@ -1,0 +1,300 @@
+{{/* The chart's name, truncated to 63 characters (a DNS label). */}}
+{{- define "doclog.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The prefix of every resource name: <release>-doclog unless overridden. */}}
+{{- define "doclog.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels on every resource. */}}
+{{- define "doclog.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "doclog.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: doclog
+{{- end }}
+
+{{/* Labels that select this release's pods (add a component for one role). */}}
+{{- define "doclog.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "doclog.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The image reference. */}}
+{{- define "doclog.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* Partitions of the write-ready topic (0 means the jobs topic's). */}}
+{{- define "doclog.writeReadyPartitions" -}}
+{{- if gt (int .Values.topics.writeReadyPartitions) 0 }}{{ int .Values.topics.writeReadyPartitions }}{{ else }}{{ int .Values.topics.jobsPartitions }}{{ end }}
+{{- end }}
+
+{{/*
+doclog.validate fails rendering on values that cannot work, so the mistake
+shows at `helm install`/`helm template` rather than as idle pods or a crash
+loop. Included once, from the ConfigMap.
+*/}}
+{{- define "doclog.validate" -}}
+{{- $parts := int .Values.topics.jobsPartitions }}
+{{- if lt $parts 1 }}
+{{- fail "topics.jobsPartitions must be at least 1" }}
+{{- end }}
+{{- if .Values.executor.enabled }}
+{{- if .Values.executor.autoscaling.enabled }}
+{{- $hpa := .Values.executor.autoscaling }}
+{{- if gt (int $hpa.maxReplicas) $parts }}
+{{- fail (printf "executor.autoscaling.maxReplicas (%d) exceeds topics.jobsPartitions (%d): executors beyond the partition count get no partition and sit idle; raise the partitions when creating the topic or lower maxReplicas" (int $hpa.maxReplicas) $parts) }}
+{{- end }}
+{{- if lt (int $hpa.minReplicas) 1 }}
+{{- fail "executor.autoscaling.minReplicas must be at least 1" }}
+{{- end }}
+{{- if gt (int $hpa.minReplicas) (int $hpa.maxReplicas) }}
+{{- fail (printf "executor.autoscaling.minReplicas (%d) exceeds maxReplicas (%d)" (int $hpa.minReplicas) (int $hpa.maxReplicas)) }}
+{{- end }}
+{{- else if gt (int .Values.executor.replicas) $parts }}
+{{- fail (printf "executor.replicas (%d) exceeds topics.jobsPartitions (%d): executors beyond the partition count sit idle" (int .Values.executor.replicas) $parts) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.projectors.enabled (gt (int .Values.projectors.replicas) (int (include "doclog.writeReadyPartitions" .))) }}
+{{- fail (printf "projectors.replicas (%d) exceeds the write-ready partition count (%s)" (int .Values.projectors.replicas) (include "doclog.writeReadyPartitions" .)) }}
+{{- end }}
+{{- if lt (int .Values.topics.replicationFactor) (int .Values.topics.minInsyncReplicas) }}
+{{- fail (printf "topics.minInsyncReplicas (%d) exceeds topics.replicationFactor (%d): nothing could be produced with acks=all" (int .Values.topics.minInsyncReplicas) (int .Values.topics.replicationFactor)) }}
+{{- end }}
+{{- if and (or .Values.ingest.enabled .Values.executor.enabled .Values.projectors.enabled) (empty .Values.kafka.seeds) }}
+{{- fail "kafka.seeds is required: list the bootstrap brokers as host:port" }}
+{{- end }}
+{{- if lt (int .Values.postgres.maxConns) 2 }}
+{{- fail (printf "postgres.maxConns must be at least 2, got %d" (int .Values.postgres.maxConns)) }}
+{{- end }}
+{{- if empty .Values.postgres.existingSecret }}
+{{- fail "postgres.existingSecret is required: name a Secret holding the Postgres URL under postgres.urlKey" }}
+{{- end }}
+{{- if and .Values.clickhouse.enabled (empty .Values.clickhouse.existingSecret) }}
+{{- fail "clickhouse.existingSecret is required when clickhouse.enabled is true" }}
+{{- end }}
+{{- if and .Values.kafka.sasl.mechanism (empty .Values.kafka.sasl.existingSecret) }}
+{{- fail "kafka.sasl.existingSecret is required when kafka.sasl.mechanism is set" }}
+{{- end }}
+{{- if and .Values.kafka.sasl.mechanism (not (has (upper .Values.kafka.sasl.mechanism) (list "PLAIN" "SCRAM-SHA-256" "SCRAM-SHA-512"))) }}
+{{- fail (printf "kafka.sasl.mechanism %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512" .Values.kafka.sasl.mechanism) }}
+{{- end }}
+{{- if ne (empty .Values.kafka.tls.certKey) (empty .Values.kafka.tls.keyKey) }}
+{{- fail "kafka.tls.certKey and kafka.tls.keyKey go together: set both for mutual TLS, or neither" }}
+{{- end }}
+{{- if and .Values.kafka.tls.existingSecret (not .Values.kafka.tls.enabled) }}
+{{- fail "kafka.tls.existingSecret is set but kafka.tls.enabled is false" }}
+{{- end }}
+{{- end }}
+
+{{/* Environment from Secrets, shared by every role. */}}
+{{- define "doclog.secretEnv" -}}
+- name: DOCLOG_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.postgres.existingSecret }}
+      key: {{ .Values.postgres.urlKey }}
+{{- if .Values.kafka.sasl.mechanism }}
+- name: DOCLOG_KAFKA_SASL_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.kafka.sasl.existingSecret }}
+      key: {{ .Values.kafka.sasl.usernameKey }}
+- name: DOCLOG_KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.kafka.sasl.existingSecret }}
+      key: {{ .Values.kafka.sasl.passwordKey }}
+{{- end }}
+{{- if .Values.clickhouse.enabled }}
+- name: DOCLOG_CLICKHOUSE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.clickhouse.existingSecret }}
+      key: {{ .Values.clickhouse.urlKey }}
+{{- end }}
+{{- if .Values.auth.existingSecret }}
+- name: DOCLOG_AUTH_TOKENS
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.auth.existingSecret }}
+      key: {{ .Values.auth.tokensKey }}
+{{- end }}
+{{- end }}
+
+{{/* Directory the Kafka TLS Secret is mounted at. */}}
+{{- define "doclog.kafkaTLSDir" -}}/etc/doclog/kafka-tls{{- end }}
+
+{{/*
+doclog.deployment renders one role's Deployment. Called with a dict:
+root (the chart context), role (its name) and spec (its values).
+*/}}
+{{- define "doclog.deployment" -}}
+{{- $root := .root }}
+{{- $role := .role }}
+{{- $spec := .spec }}
+{{- $api := or (eq $role "ingest") (eq $role "readstore") }}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "doclog.fullname" $root }}-{{ $role }}
+  labels:
+    {{- include "doclog.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ $role }}
+spec:
+  {{- if not (and (eq $role "executor") $spec.autoscaling.enabled) }}
+  replicas: {{ $spec.replicas }}
+  {{- end }}
+  revisionHistoryLimit: 5
+  selector:
+    matchLabels:
+      {{- include "doclog.selectorLabels" $root | nindent 6 }}
+      app.kubernetes.io/component: {{ $role }}
+  strategy:
+    type: RollingUpdate
+    rollingUpdate:
+      {{- if $api }}
+      maxSurge: 25%
+      maxUnavailable: 0
+      {{- else }}
+      # Consumers: replace one member at a time, so the group rebalances
+      # once per pod rather than all at once.
+      maxSurge: 1
+      maxUnavailable: 0
+      {{- end }}
+  template:
+    metadata:
+      labels:
+        {{- include "doclog.selectorLabels" $root | nindent 8 }}
+        app.kubernetes.io/component: {{ $role }}
+        doclog.io/scrape: "true"
+        {{- with $root.Values.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      annotations:
+        # Roll the pods when their settings change.
+        checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+        {{- with $root.Values.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      {{- with $root.Values.serviceAccountName }}
+      serviceAccountName: {{ . }}
+      {{- end }}
+      automountServiceAccountToken: false
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
+      terminationGracePeriodSeconds: {{ $spec.terminationGracePeriodSeconds }}
+      containers:
+        - name: {{ $role }}
+          image: {{ include "doclog.image" $root }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          command: ["doclog"]
+          args: ["serve", "--roles={{ $role }}"]
+          ports:
+            {{- if $api }}
+            - name: http
+              containerPort: {{ $root.Values.ports.http }}
+              protocol: TCP
+            {{- end }}
+            - name: ops
+              containerPort: {{ $root.Values.ports.ops }}
+              protocol: TCP
+          envFrom:
+            - configMapRef:
+                name: {{ include "doclog.fullname" $root }}
+          env:
+            {{- include "doclog.secretEnv" $root | nindent 12 }}
+            {{- with $root.Values.extraEnv }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          startupProbe:
+            httpGet:
+              path: /healthz
+              port: ops
+            {{- toYaml $root.Values.probes.startup | nindent 12 }}
+          livenessProbe:
+            httpGet:
+              path: /healthz
+              port: ops
+            {{- toYaml $root.Values.probes.liveness | nindent 12 }}
+          readinessProbe:
+            httpGet:
+              path: /readyz
+              port: ops
+            {{- toYaml $root.Values.probes.readiness | nindent 12 }}
+          resources:
+            {{- toYaml $spec.resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+            {{- if $root.Values.kafka.tls.existingSecret }}
+            - name: kafka-tls
+              mountPath: {{ include "doclog.kafkaTLSDir" $root }}
+              readOnly: true
+            {{- end }}
+            {{- with $root.Values.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+      volumes:
+        # The root filesystem is read-only; this is the only writable path.
+        - name: tmp
+          emptyDir:
+            sizeLimit: 64Mi
+        {{- if $root.Values.kafka.tls.existingSecret }}
+        - name: kafka-tls
+          secret:
+            secretName: {{ $root.Values.kafka.tls.existingSecret }}
+        {{- end }}
+        {{- with $root.Values.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      # Spread a role's replicas over nodes and zones, so one node's loss
+      # takes at most a share of each role.
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: kubernetes.io/hostname
+          whenUnsatisfiable: ScheduleAnyway
+          labelSelector:
+            matchLabels:
+              {{- include "doclog.selectorLabels" $root | nindent 14 }}
+              app.kubernetes.io/component: {{ $role }}
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: ScheduleAnyway
+          labelSelector:
+            matchLabels:
+              {{- include "doclog.selectorLabels" $root | nindent 14 }}
+              app.kubernetes.io/component: {{ $role }}
+      {{- with $spec.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $spec.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $spec.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end }}
