@@ -119,7 +119,7 @@ func TestApplyInsertError(t *testing.T) {
 
 // gathered reads a metric family by table: a counter's value, or a
 // histogram's sample count and sum.
-func gathered(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+func gathered(t testing.TB, reg *prometheus.Registry, name string) map[string]float64 {
 	t.Helper()
 	fams, err := reg.Gather()
 	require.NoError(t, err)

@@ -22,7 +22,7 @@ import (
 
 // newProjector connects a projector to a fresh test database, closed when
 // the test ends.
-func newProjector(t *testing.T, mutate ...func(*analytics.Config)) *analytics.Projector {
+func newProjector(t testing.TB, mutate ...func(*analytics.Config)) *analytics.Projector {
 	t.Helper()
 	addr, db := testenv.ClickHouseDatabase(t)
 	cfg := analytics.Config{Addr: []string{addr}, Database: db}
@@ -38,7 +38,7 @@ func newProjector(t *testing.T, mutate ...func(*analytics.Config)) *analytics.Pr
 }
 
 // query runs a query and returns its rows as strings.
-func query(t *testing.T, p *analytics.Projector, q string, args ...any) [][]string {
+func query(t testing.TB, p *analytics.Projector, q string, args ...any) [][]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -64,7 +64,7 @@ func query(t *testing.T, p *analytics.Projector, q string, args ...any) [][]stri
 }
 
 // scalar runs a query returning one UInt64.
-func scalar(t *testing.T, p *analytics.Projector, q string, args ...any) uint64 {
+func scalar(t testing.TB, p *analytics.Projector, q string, args ...any) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -103,7 +103,7 @@ func (f *fakeTx) Quarantine(context.Context, string, projectors.Quarantine) erro
 // writer builds verified changes with the model SDK, as the runner hands
 // them over, for documents of doclog/json.
 type writer struct {
-	t       *testing.T
+	t       testing.TB
 	reg     *model.Registry
 	states  map[oplog.StreamKey]*model.StreamState
 	ordinal int64
@@ -111,7 +111,7 @@ type writer struct {
 	seq     int
 }
 
-func newWriter(t *testing.T) *writer {
+func newWriter(t testing.TB) *writer {
 	reg, err := builtin.NewRegistry()
 	require.NoError(t, err)
 	return &writer{t: t, reg: reg, states: map[oplog.StreamKey]*model.StreamState{}, clock: 1_764_460_800_000}
@@ -191,7 +191,7 @@ func merge(changes ...projectors.Change) []projectors.Change {
 }
 
 // apply runs Apply and then stores the heads, as the runner does.
-func apply(t *testing.T, p *analytics.Projector, tx *fakeTx, changes ...projectors.Change) {
+func apply(t testing.TB, p *analytics.Projector, tx *fakeTx, changes ...projectors.Change) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
