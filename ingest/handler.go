@@ -254,7 +254,7 @@ func (h *Handler) submitJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.submit(w, r, id, &submission{
-		kind: record.KindMutate, documentID: b.DocumentID, documentType: b.DocumentType, branch: b.Branch,
+		kind: record.KindMutate, nowMs: time.Now().UnixMilli(), documentID: b.DocumentID, documentType: b.DocumentType, branch: b.Branch,
 		actions: b.Actions, queueHint: b.QueueHint, maxRetries: b.MaxRetries, meta: b.Meta,
 	})
 }
@@ -299,7 +299,7 @@ func (h *Handler) createDocument(w http.ResponseWriter, r *http.Request) {
 		pre = append(pre, oplog.Action{Type: model.ActionSetSlug, Scope: oplog.ScopeDocument, TimestampUtcMs: nowMs, Input: raw})
 	}
 	h.submit(w, r, id, &submission{
-		kind: record.KindCreate, documentID: b.DocumentID, documentType: b.DocumentType, branch: b.Branch, pre: pre,
+		kind: record.KindCreate, nowMs: nowMs, documentID: b.DocumentID, documentType: b.DocumentType, branch: b.Branch, pre: pre,
 		actions: b.Actions, queueHint: b.QueueHint, maxRetries: b.MaxRetries, meta: b.Meta,
 	})
 }
@@ -321,7 +321,7 @@ func (h *Handler) deleteDocument(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, apiErr)
 		return
 	}
-	s := &submission{kind: record.KindDelete, documentID: r.PathValue("id"), documentType: q.Get("documentType")}
+	s := &submission{kind: record.KindDelete, nowMs: time.Now().UnixMilli(), documentID: r.PathValue("id"), documentType: q.Get("documentType")}
 	if q.Has("branch") {
 		branch := q.Get("branch")
 		s.branch = &branch
@@ -331,7 +331,7 @@ func (h *Handler) deleteDocument(w http.ResponseWriter, r *http.Request) {
 
 // submit validates, produces and answers.
 func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s *submission) {
-	job, apiErr := h.validator.build(s, jobID, time.Now().UnixMilli())
+	job, apiErr := h.validator.build(s, jobID)
 	if apiErr != nil {
 		h.refuse(w, r, apiErr)
 		return

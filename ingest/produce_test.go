@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/doclog/doclog/ingest"
 )
@@ -175,4 +177,17 @@ func TestServerLifecycle(t *testing.T) {
 
 	_, err = client.Get(base + "/healthz")
 	require.Error(t, err, "a stopped server does not answer")
+}
+
+func TestLogsCarryJobAndDocumentIDs(t *testing.T) {
+	t.Parallel()
+	_, cl := fakeBroker(t)
+	core, logs := observer.New(zap.DebugLevel)
+	h := newHandler(t, ingest.Config{}, ingest.Deps{Producer: cl, Logger: zap.New(core)})
+	require.Equal(t, 1, logs.FilterMessageSnippet("authentication is off").FilterLevelExact(zap.WarnLevel).Len(),
+		"running without bearer tokens is logged as a warning")
+
+	jobID, docID := accepted(t, do(t, h, request{method: "POST", path: "/v1/jobs", body: mutateBody}))
+	entries := logs.FilterMessage("job accepted").FilterField(zap.String("job_id", jobID)).FilterField(zap.String("document_id", docID))
+	require.Equal(t, 1, entries.Len())
 }

@@ -335,3 +335,23 @@ func TestStatusWhenResultsCannotBeRead(t *testing.T) {
 		require.Equal(t, ingest.CodeResultsUnavailable, res.apiError(t).Error.Code)
 	}
 }
+
+// TestPollBatchSplitsLookups bounds the ids of one lookup: more waiting jobs
+// than PollBatch are looked up in several calls per tick.
+func TestPollBatchSplitsLookups(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	reader := &countingReader{ResultReader: store}
+	h := newHandler(t, ingest.Config{PollInterval: 50 * time.Millisecond, PollBatch: 2}, ingest.Deps{Producer: failingProducer{}, Results: reader})
+
+	jobs := []string{newV7(t), newV7(t), newV7(t), newV7(t), newV7(t)}
+	var wg sync.WaitGroup
+	for _, job := range jobs {
+		wg.Go(func() { serve(h, request{method: "GET", path: "/v1/jobs/" + job + "?wait=400ms"}) })
+	}
+	wg.Wait()
+	calls, ids := reader.calls.Load(), reader.ids.Load()
+	require.Positive(t, calls)
+	require.LessOrEqual(t, ids, calls*2, "no lookup asks for more than PollBatch ids")
+	require.GreaterOrEqual(t, calls, int64(3), "five waiting jobs take three lookups per tick")
+}

@@ -34,12 +34,26 @@ func setupKafka(t *testing.T) *kafkaBundle {
 	return &kafkaBundle{env: env, topic: names.Jobs, producer: env.Client(ingest.ProducerOptions()...)}
 }
 
-// endOffsets sums the jobs topic's high watermarks.
+// endOffsets sums the jobs topic's high watermarks. A broker may not know
+// every partition's leader a moment after the topic was created, so a
+// partition error is retried for a while.
 func (b *kafkaBundle) endOffsets(t *testing.T) int64 {
 	t.Helper()
-	offsets, err := b.env.Admin().ListEndOffsets(testCtx(t), b.topic)
+	adm := b.env.Admin()
+	var (
+		offsets kadm.ListedOffsets
+		err     error
+	)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		offsets, err = adm.ListEndOffsets(testCtx(t), b.topic)
+		if err == nil {
+			err = offsets.Error()
+		}
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	require.NoError(t, err)
-	require.NoError(t, offsets.Error())
 	var sum int64
 	offsets.Each(func(o kadm.ListedOffset) { sum += o.Offset })
 	return sum

@@ -17,7 +17,10 @@ import (
 
 // submission is a request reduced to what every submit endpoint shares.
 type submission struct {
-	kind         record.Kind
+	kind record.Kind
+	// nowMs is when the request arrived: the job's submittedAtUtcMs and
+	// the timestamp of every action that names none.
+	nowMs        int64
 	documentID   string
 	documentType string
 	branch       *string
@@ -71,7 +74,8 @@ func DocumentIDFromJob(jobID string) string {
 }
 
 // build validates a submission and turns it into a job.
-func (v *validator) build(s *submission, jobID string, nowMs int64) (*record.Job, *APIError) {
+func (v *validator) build(s *submission, jobID string) (*record.Job, *APIError) {
+	nowMs := s.nowMs
 	unprocessable := func(code, field, format string, args ...any) *APIError {
 		return fieldError(http.StatusUnprocessableEntity, code, field, format, args...)
 	}
