@@ -13,12 +13,12 @@
 
 FROM golang:1.26 AS build
 WORKDIR /src
-ENV CGO_ENABLED=0 GOFLAGS=-trimpath
+ENV CGO_ENABLED=0 GOFLAGS=-trimpath GOCACHE=/cache/go-build
 # Dependencies first, so a source change does not download them again.
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
-RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/cache/go-build \
     go build -ldflags="-s -w" -o /out/doclog ./cmd/doclog && \
     go build -ldflags="-s -w" -o /out/doclogctl ./cmd/doclogctl
 # The runtime's few files: a user and group for 65532, and a /tmp for

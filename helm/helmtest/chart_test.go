@@ -188,6 +188,14 @@ func TestValuesMistakesFailRendering(t *testing.T) {
 			[]string{"--set", "topics.replicationFactor=1"},
 			"topics.minInsyncReplicas (2) exceeds topics.replicationFactor (1)",
 		},
+		"job results expire before the jobs topic": {
+			[]string{"--set", "retention.jobResults=100h"},
+			"retention.jobResults (100h) is shorter than topics.jobsRetention (168h)",
+		},
+		"pool too small": {
+			[]string{"--set", "postgres.maxConns=1"},
+			"postgres.maxConns must be at least 2",
+		},
 		"no kafka seeds": {
 			[]string{"--set", "kafka.seeds=null"},
 			"kafka.seeds is required",

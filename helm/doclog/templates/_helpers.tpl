@@ -77,6 +77,11 @@ loop. Included once, from the ConfigMap.
 {{- if and (or .Values.ingest.enabled .Values.executor.enabled .Values.projectors.enabled) (empty .Values.kafka.seeds) }}
 {{- fail "kafka.seeds is required: list the bootstrap brokers as host:port" }}
 {{- end }}
+{{- $results := toString .Values.retention.jobResults }}
+{{- $jobs := toString .Values.topics.jobsRetention }}
+{{- if and (regexMatch "^[0-9]+h$" $results) (regexMatch "^[0-9]+h$" $jobs) (lt (int (trimSuffix "h" $results)) (int (trimSuffix "h" $jobs))) }}
+{{- fail (printf "retention.jobResults (%s) is shorter than topics.jobsRetention (%s): a job re-delivered after its result expired would be applied again" $results $jobs) }}
+{{- end }}
 {{- if lt (int .Values.postgres.maxConns) 2 }}
 {{- fail (printf "postgres.maxConns must be at least 2, got %d" (int .Values.postgres.maxConns)) }}
 {{- end }}
