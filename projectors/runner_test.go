@@ -24,7 +24,7 @@ import (
 func TestRandomWorkloadEqualsReplayAndRedeliveryChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	recs := b.NewWorkload(1).Random("w", 50, 300)
+	recs := b.NewWorkload(1).Random("w", 200, 1000)
 	view, index := b.startBoth(t, "")
 	b.Publish(recs...)
 	want, failed := b.Replay()
@@ -269,4 +269,35 @@ func TestHashMismatchQuarantinesTheStreamOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, errors.Is(err, context.DeadlineExceeded))
+}
+
+// Real rebalances: a second member joins the group and takes partitions
+// over, then the first leaves; the projection still equals a replay and
+// nothing was applied twice (a double apply fails its hash check).
+func TestRebalanceMovesPartitionsWithoutLossOrDoubleApply(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.NewWorkload(6)
+	first := b.Start(b.Config(docview.Projector{}, "docview"))
+	b.Publish(w.Random("r1", 20, 60)...)
+	second := b.Start(b.Config(docview.Projector{}, "docview"))
+	b.Eventually(func() bool { return len(second.Status().Partitions) > 0 && len(first.Status().Partitions) < 4 },
+		60*time.Second, "the second member was not given partitions")
+	b.Publish(w.Random("r2", 20, 60)...)
+	first.Close()
+	b.Eventually(func() bool { return len(second.Status().Partitions) == 4 }, 60*time.Second, "the partitions did not move to the second member")
+	b.Publish(w.Random("r3", 10, 40)...)
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	b.waitCaughtUp(t, want, false)
+	b.requireViewEqualsReplay(t, want)
+	qs, err := b.Store.Quarantines(context.Background(), docview.Name)
+	require.NoError(t, err)
+	require.Empty(t, qs)
+	require.NoError(t, second.Ready())
+	cps, err := b.Store.Checkpoints(context.Background(), docview.Name)
+	require.NoError(t, err)
+	for _, c := range cps {
+		require.GreaterOrEqual(t, c.Epoch, int64(2), "partition %d was assigned twice at least", c.Partition)
+	}
 }

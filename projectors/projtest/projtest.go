@@ -69,7 +69,10 @@ func New(t testing.TB, sets ...pgproj.MigrationSet) *Env {
 	names := k.CreateTopics()
 	return &Env{
 		T: t, Pool: pool, Log: postgres.New(pool), Store: pgproj.New(pool), Registry: reg,
-		Kafka: k, Topic: names.WriteReady, producer: k.Client(kgo.DefaultProduceTopic(names.WriteReady)),
+		Kafka: k, Topic: names.WriteReady, producer: k.Client(kgo.DefaultProduceTopic(names.WriteReady),
+			// A KRaft broker learns of a new topic a moment after creating
+			// it; Publish's deadline bounds the wait instead.
+			kgo.UnknownTopicRetries(-1)),
 	}
 }
 

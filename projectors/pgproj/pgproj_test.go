@@ -1,0 +1,118 @@
+package pgproj_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/internal/testenv"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/pgproj"
+)
+
+func newPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, testenv.PostgresSchema(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func TestMigrateConcurrentlyAndTwice(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	applied := make([][]int, 4)
+	errs := make([]error, 4)
+	for i := range applied {
+		wg.Go(func() { applied[i], errs[i] = pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	all, err := pgproj.RunnerMigrations().Migrations()
+	require.NoError(t, err)
+	total := 0
+	for _, a := range applied {
+		total += len(a)
+	}
+	require.Equal(t, len(all), total, "each migration is applied exactly once")
+	again, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	require.Empty(t, again)
+}
+
+func TestFenceAndHeads(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	ctx := context.Background()
+	_, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	s := pgproj.New(pool)
+
+	// No assignment yet: any epoch is stale.
+	err = s.InTx(ctx, &projectors.Fence{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}, func(projectors.Tx) error { return nil })
+	var fe *projectors.FencedError
+	require.ErrorAs(t, err, &fe)
+
+	cp, err := s.Assign(ctx, "p", 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), cp.Epoch)
+	require.Equal(t, int64(-1), cp.NextOffset)
+	k := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	head := func(i int64) projectors.Head {
+		return projectors.Head{Stream: k, DocumentType: "t", LastIndex: i, Hash: "h", Version: 1, State: json.RawMessage(`{}`)}
+	}
+	err = s.InTx(ctx, &projectors.Fence{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}, func(tx projectors.Tx) error {
+		n, err := tx.PutHeadsIfNewer(ctx, "p", []projectors.Head{head(3)})
+		require.Equal(t, 1, n)
+		return err
+	})
+	require.NoError(t, err)
+
+	// A newer owner: the old epoch writes nothing, not even heads.
+	cp, err = s.Assign(ctx, "p", 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), cp.Epoch)
+	require.Equal(t, int64(5), cp.NextOffset)
+	err = s.InTx(ctx, &projectors.Fence{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 9}, func(tx projectors.Tx) error {
+		t.Fatal("a stale batch must not run")
+		return nil
+	})
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, int64(2), fe.Current)
+
+	// Heads only move forward.
+	require.NoError(t, s.InTx(ctx, nil, func(tx projectors.Tx) error {
+		n, err := tx.PutHeadsIfNewer(ctx, "p", []projectors.Head{head(2)})
+		require.Zero(t, n)
+		return err
+	}))
+	last, err := s.LastIndexes(ctx, "p", []string{"d"})
+	require.NoError(t, err)
+	require.Equal(t, map[oplog.StreamKey]int64{k: 3}, last)
+
+	// Quarantine, list, release.
+	require.NoError(t, s.InTx(ctx, nil, func(tx projectors.Tx) error {
+		return tx.Quarantine(ctx, "p", projectors.Quarantine{Stream: k, Index: 4, ErrorName: "HashMismatch", Reason: "test"})
+	}))
+	qs, err := s.Quarantines(ctx, "p")
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	released, err := s.Release(ctx, "p", k)
+	require.NoError(t, err)
+	require.True(t, released)
+	qs, err = s.Quarantines(ctx, "p")
+	require.NoError(t, err)
+	require.Empty(t, qs)
+}
