@@ -18,7 +18,7 @@ import (
 	"github.com/doclog/doclog/projectors/projtest"
 )
 
-const catchUp = 2 * time.Minute
+const catchUp = 3 * time.Minute
 
 // TestAcceptance runs the projector under the real runner against real
 // Kafka, Postgres and ClickHouse: after a workload of creates, mutations,
