@@ -24,7 +24,10 @@
 // identifies a row in the log (the operation's stream and index; the
 // document and branch) and versioned by a number a later state always
 // raises (the operation's ordinal; the document's operation count): copies
-// are identical and merges keep one. Merges happen in the background, so
+// describe the same operation or the same document state (they differ at
+// most in inserted_at_utc_ms, and an operation that first came from a record
+// without its ordinal carries 0 there) and merges keep one, the highest
+// version. Merges happen in the background, so
 // until then a table may hold copies, and every count reads it with FINAL or
 // counts distinct keys with uniqExact. The order also means ClickHouse may
 // briefly be ahead of the checkpoint, never behind it.
