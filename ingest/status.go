@@ -88,7 +88,12 @@ func parseWait(v string, max time.Duration) (time.Duration, *APIError) {
 		if serr != nil {
 			return 0, fieldError(http.StatusBadRequest, CodeInvalidField, "wait", "%q is not a duration (e.g. 10s, 500ms) or a number of seconds", v)
 		}
-		d = time.Duration(secs * float64(time.Second))
+		// Compare as seconds first: a huge number would overflow a
+		// Duration.
+		d = max
+		if secs < max.Seconds() {
+			d = time.Duration(secs * float64(time.Second))
+		}
 	}
 	if d < 0 {
 		return 0, fieldError(http.StatusBadRequest, CodeInvalidField, "wait", "must not be negative")

@@ -299,6 +299,10 @@ func TestWaitEndsWithTheCurrentStatus(t *testing.T) {
 	code, _ = status(t, capped, "/v1/jobs/"+newV7(t)+"?wait=1h")
 	require.Equal(t, http.StatusOK, code)
 	require.Less(t, time.Since(start), 5*time.Second)
+	start = time.Now()
+	code, _ = status(t, capped, "/v1/jobs/"+newV7(t)+"?wait=1e300")
+	require.Equal(t, http.StatusOK, code, "a number of seconds too large for a duration is capped too")
+	require.Less(t, time.Since(start), 5*time.Second)
 
 	// Closing the handler answers waiting clients at once.
 	done := make(chan response, 1)
