@@ -196,6 +196,23 @@ func TestValuesMistakesFailRendering(t *testing.T) {
 			[]string{"--set", "postgres.maxConns=1"},
 			"postgres.maxConns must be at least 2",
 		},
+		// values.schema.json refuses what no template could notice.
+		"misspelt key": {
+			[]string{"--set", "executor.autoscalling.enabled=false"},
+			"additional properties 'autoscalling' not allowed",
+		},
+		"retention not a Go duration": {
+			[]string{"--set", "topics.jobsRetention=7d"},
+			"'7d' does not match pattern",
+		},
+		"unknown projector": {
+			[]string{"--set", "projectors.names={docview,search}"},
+			"value must be one of 'docview', 'indexer', 'analytics'",
+		},
+		"extra setting that is not a DOCLOG_ variable": {
+			[]string{"--set", "extraConfig.LOG=1"},
+			"invalid propertyName 'LOG'",
+		},
 		"no kafka seeds": {
 			[]string{"--set", "kafka.seeds=null"},
 			"kafka.seeds is required",
