@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,13 +85,17 @@ func TestBrokerRefusalIsNotAcknowledged(t *testing.T) {
 	require.Equal(t, int64(0), n, "nothing was acknowledged")
 }
 
-// slowProducer acknowledges after a delay, like a broker under load.
+// slowProducer acknowledges after a delay, like a broker under load, and
+// tells when a produce has begun.
 type slowProducer struct {
 	ingest.Producer
-	delay time.Duration
+	delay   time.Duration
+	started chan struct{}
+	once    *sync.Once
 }
 
 func (p slowProducer) Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+	p.once.Do(func() { close(p.started) })
 	time.Sleep(p.delay)
 	p.Producer.Produce(ctx, r, promise)
 }
@@ -98,13 +103,15 @@ func (p slowProducer) Produce(ctx context.Context, r *kgo.Record, promise func(*
 func TestServerLifecycle(t *testing.T) {
 	t.Parallel()
 	c, cl := fakeBroker(t)
-	srv, err := ingest.NewServer(ingest.Config{Addr: "127.0.0.1:0", JobsTopic: fakeTopic, BearerTokens: []string{"s3cret"}},
-		ingest.Deps{Producer: slowProducer{Producer: cl, delay: 300 * time.Millisecond}, Results: noResults{}, Registry: registry(t)})
+	srv, err := ingest.NewServer(ingest.Config{Addr: "127.0.0.1:0", JobsTopic: fakeTopic},
+		ingest.Deps{Producer: cl, Results: noResults{}, Registry: registry(t)})
 	require.NoError(t, err)
 	require.NoError(t, srv.Stop(context.Background()), "stopping a server never started is harmless")
 
-	srv, err = ingest.NewServer(ingest.Config{Addr: "127.0.0.1:0", JobsTopic: fakeTopic, BearerTokens: []string{"s3cret"}},
-		ingest.Deps{Producer: slowProducer{Producer: cl, delay: 300 * time.Millisecond}, Results: noResults{}, Registry: registry(t)})
+	slow := slowProducer{Producer: cl, delay: 300 * time.Millisecond, started: make(chan struct{}), once: &sync.Once{}}
+	reader := &countingReader{ResultReader: noResults{}}
+	srv, err = ingest.NewServer(ingest.Config{Addr: "127.0.0.1:0", JobsTopic: fakeTopic, BearerTokens: []string{"s3cret"}, PollInterval: 10 * time.Millisecond},
+		ingest.Deps{Producer: slow, Results: reader, Registry: registry(t)})
 	require.NoError(t, err)
 	require.Nil(t, srv.Addr())
 	require.NoError(t, srv.Start(testCtx(t)))
@@ -161,7 +168,9 @@ func TestServerLifecycle(t *testing.T) {
 		_ = resp.Body.Close()
 		poll <- result{status: resp.StatusCode}
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Stop once the submit is with the producer and the poll with the poller.
+	<-slow.started
+	require.Eventually(t, func() bool { return reader.calls.Load() > 0 }, 10*time.Second, time.Millisecond)
 	start := time.Now()
 	require.NoError(t, srv.Stop(context.Background()))
 	require.Less(t, time.Since(start), 10*time.Second)
