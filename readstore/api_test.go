@@ -36,6 +36,8 @@ func TestBadRequestsNameTheParameter(t *testing.T) {
 		{path: "/v1/documents/x?scope=", field: "scope"},
 		{path: "/v1/documents/x?wait=forever", field: "wait", message: "not a duration"},
 		{path: "/v1/documents/x?wait=-1s", field: "wait", message: "negative"},
+		{path: "/v1/documents/x?wait=NaN", field: "wait", message: "not a duration"},
+		{path: "/v1/documents/x?wait=-0.5", field: "wait", message: "negative"},
 		{path: "/v1/documents/x/relationships?direction=up", field: "direction"},
 		{path: "/v1/documents/x/operations?since=-1", field: "since"},
 		{path: "/v1/documents/x/state?revision=0", field: "revision"},

@@ -202,7 +202,13 @@ func TestQuarantinedStream(t *testing.T) {
 	bad, err := b.w.JobWith(doc, func(ops []oplog.Operation) { ops[0].Hash = "not-the-hash" },
 		b.w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"a": 1}))
 	require.NoError(t, err)
-	b.env.Publish(rec, bad)
+	// A forged hash on a document scope quarantines it in the relationship
+	// index too.
+	doc2, rec2 := b.w.Create("q-2", jsondoc.DocumentType, "")
+	bad2, err := b.w.JobWith(doc2, func(ops []oplog.Operation) { ops[0].Hash = "not-the-hash" },
+		b.w.Action(oplog.ScopeDocument, model.ActionSetName, model.SetNameInput{Name: "renamed"}))
+	require.NoError(t, err)
+	b.env.Publish(rec, bad, rec2, bad2)
 	b.startProjectors()
 
 	start := time.Now()
@@ -213,6 +219,12 @@ func TestQuarantinedStream(t *testing.T) {
 	require.Equal(t, readstore.CodeStreamQuarantined, e.Error.Code)
 	require.Contains(t, e.Error.Message, "docview quarantined stream q-1/global/main at index 0")
 	require.Contains(t, e.Error.Message, "HashMismatch")
+
+	res = get(t, b.h, "/v1/documents/q-2/relationships?wait=30s", readstore.TokenHeader, tokenOf(bad2.ConsistencyToken))
+	require.Equal(t, 409, res.status, "%s", res.body)
+	require.Contains(t, res.apiError(t).Error.Message, "indexer quarantined stream q-2/document/main at index 1")
+	res = get(t, b.h, "/v1/documents?wait=30s", readstore.TokenHeader, tokenOf(bad2.ConsistencyToken))
+	require.Equal(t, 409, res.status, "%s", res.body)
 
 	// The document scope is not quarantined: its token is served.
 	res = get(t, b.h, "/v1/documents/q-1?wait=30s", readstore.TokenHeader, tokenOf(rec.ConsistencyToken))

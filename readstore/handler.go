@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -311,10 +312,12 @@ func (h *Handler) consistency(r *http.Request, q query, source Source) *APIError
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			secs, nerr := strconv.ParseFloat(v, 64)
-			if nerr != nil {
+			if nerr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
 				return paramError("wait", "%q is not a duration (e.g. 10s, 500ms) or a number of seconds", v)
 			}
-			d = time.Duration(secs * float64(time.Second))
+			// Clamp before converting: a huge number of seconds would
+			// overflow a Duration.
+			d = time.Duration(min(secs, h.cfg.MaxWait.Seconds()) * float64(time.Second))
 		}
 		if d < 0 {
 			return paramError("wait", "must not be negative")
