@@ -250,44 +250,44 @@ func (a *app) janitor() component {
 func (a *app) buildProjectors(ctx context.Context) error {
 	pstore := pgproj.New(a.pool)
 	for _, name := range a.s.projectors {
-		var p projectors.Projector
-		switch name {
-		case "docview":
-			p = docview.Projector{}
-		case "indexer":
-			p = indexer.Projector{}
-		case "analytics":
-			cfg, err := analytics.ParseURL(a.s.clickhouseURL)
-			if err != nil {
-				return err
-			}
-			cfg.CreateDatabase = true
-			ap, err := analytics.New(ctx, cfg, a.logger.Named("analytics"))
-			if err != nil {
-				return err
-			}
-			a.closers = append(a.closers, func() { _ = ap.Close() })
-			p = ap
-		}
-		group := a.s.topics.Prefix + projectors.DefaultGroupPrefix + p.Name()
-		a.groups = append(a.groups, group)
-		r, err := projectors.New(projectors.Config{
-			Projector:  p,
+		group := a.s.topics.Prefix + projectors.DefaultGroupPrefix + name
+		rc := projectors.Config{
 			Store:      pstore,
 			Log:        a.store,
 			Registry:   a.registry,
 			Kafka:      a.s.kafka,
 			Topic:      a.names().WriteReady,
 			Group:      group,
-			Logger:     a.logger.Named("projector." + p.Name()),
-			Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"projector": p.Name()}, a.metrics),
-		})
+			Logger:     a.logger.Named("projector." + name),
+			Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"projector": name}, a.metrics),
+		}
+		switch name {
+		case "docview":
+			rc.Projector = docview.Projector{}
+		case "indexer":
+			rc.Projector = indexer.Projector{}
+		case "analytics":
+			cfg, err := analytics.ParseURL(a.s.clickhouseURL)
+			if err != nil {
+				return err
+			}
+			cfg.Registerer = a.metrics
+			ap, err := analytics.New(ctx, cfg, a.logger.Named("analytics"))
+			if err != nil {
+				return err
+			}
+			// Closed after the runner stops: closers run after components.
+			a.closers = append(a.closers, func() { _ = ap.Close() })
+			rc = ap.RunnerConfig(rc)
+		}
+		r, err := projectors.New(rc)
 		if err != nil {
 			return fmt.Errorf("building projector %s: %w", name, err)
 		}
-		a.health.AddCheck("projector."+p.Name(), func(context.Context) error { return r.Ready() })
+		a.groups = append(a.groups, group)
+		a.health.AddCheck("projector."+name, func(context.Context) error { return r.Ready() })
 		a.add(component{
-			name: "projector." + p.Name(),
+			name: "projector." + name,
 			run:  r.Run,
 			stop: func(context.Context) error { r.Close(); return nil },
 		})

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/internal/testenv"
 )
 
 // TestDevEndToEnd runs `doclog dev` as a subprocess on a clean data dir,
@@ -28,9 +30,11 @@ func TestDevEndToEnd(t *testing.T) {
 	require.NoError(t, build.Run())
 
 	dataDir := filepath.Join(t.TempDir(), "data")
+	// Analytics join through CLICKHOUSE_URL, into a database of the test's.
+	chAddr, chDB := testenv.ClickHouseDatabase(t)
 	cmd := exec.Command(bin, "dev", "--data-dir", dataDir,
 		"--ingest-addr", "127.0.0.1:0", "--readstore-addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "DATABASE_URL=", "DOCLOG_DATABASE_URL=", "CLICKHOUSE_URL=")
+	cmd.Env = append(os.Environ(), "DATABASE_URL=", "DOCLOG_DATABASE_URL=", "CLICKHOUSE_URL=clickhouse://"+chAddr+"/"+chDB)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer
@@ -108,8 +112,12 @@ func TestDevEndToEnd(t *testing.T) {
 
 	resp, err = client.Get(urls["ops"] + "/readyz")
 	require.NoError(t, err)
+	ready, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(ready))
+	for _, check := range []string{"executor", "projector.docview", "projector.indexer", "projector.analytics", "postgres", "kafka"} {
+		require.Contains(t, string(ready), `"`+check+`"`)
+	}
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {

@@ -82,7 +82,7 @@ func bindFlags(fs *pflag.FlagSet, s *settings) {
 	fs.DurationVar(&s.topics.WriteReadyRetention, "topics-write-ready-retention", kafka.DefaultWriteReadyRetention, "retention of the write-ready topic")
 	fs.DurationVar(&s.topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
 	fs.StringSliceVar(&s.projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
-	fs.StringVar(&s.clickhouseURL, "clickhouse-url", "", "ClickHouse for the analytics projector, e.g. clickhouse://host:9000/doclog (also CLICKHOUSE_URL)")
+	fs.StringVar(&s.clickhouseURL, "clickhouse-url", "", "ClickHouse for the analytics projector, e.g. clickhouse://host:9000/doclog?create_database=true (also CLICKHOUSE_URL)")
 	fs.DurationVar(&s.jobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
 }
 
