@@ -66,9 +66,12 @@ type ReadReadiness interface {
 // ProducerOptions are the producer settings ingest relies on, to add to a
 // role's kafka.Config options: acknowledgement from all in-sync replicas.
 // franz-go's producer is idempotent by default, so a retried batch is never
-// written twice.
+// written twice. A topic the broker does not know yet (in KRaft a new topic
+// reaches the broker's metadata a moment after its creation) is retried
+// rather than failed after four metadata loads: ProduceTimeout bounds the
+// wait either way.
 func ProducerOptions() []kgo.Opt {
-	return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
+	return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.UnknownTopicRetries(-1)}
 }
 
 // Deps are what the handler talks to.
