@@ -91,7 +91,9 @@ func (a *app) build(ctx context.Context) error {
 	if err := a.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("connecting to Postgres: %w", err)
 	}
-	if err := telemetry.Register(a.metrics, pgxstats.NewPoolCollector(a.pool, "doclog")); err != nil {
+	// The tail cannot pass the oldest open transaction anywhere in the
+	// cluster, so its age is what to alert on.
+	if err := telemetry.Register(a.metrics, pgxstats.NewPoolCollector(a.pool, "doclog"), pgxstats.NewOldestTransactionCollector(a.pool, 0)); err != nil {
 		return err
 	}
 	a.store = postgres.New(a.pool)

@@ -287,7 +287,11 @@ func EnsureSpecs(ctx context.Context, cl *kgo.Client, specs []TopicSpec) ([]Topi
 		}
 		states[i].Created = created
 		states[i].Partitions = s.Partitions
-		if !created {
+		if created {
+			if err := awaitServing(ctx, cl, s); err != nil {
+				return states, err
+			}
+		} else {
 			// Another member won the race: check what it made.
 			n, err := awaitPartitions(ctx, cl, s)
 			if err != nil {
@@ -380,6 +384,34 @@ func awaitPartitions(ctx context.Context, cl *kgo.Client, s TopicSpec) (int32, e
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("describe kafka topic %s: %w", s.Name, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// awaitServing waits until every partition of a topic just created answers
+// a ListOffsets request from its leader. Until then a produce can fail with
+// UNKNOWN_TOPIC_OR_PARTITION: a KRaft broker learns of a new topic, and then
+// creates its partitions' logs, a moment after the controller committed it —
+// a long moment on a loaded machine.
+func awaitServing(ctx context.Context, cl *kgo.Client, s TopicSpec) error {
+	const limit = 60 * time.Second
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(limit)
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+		offsets, err := adm.ListEndOffsets(ctx, s.Name)
+		if err == nil {
+			err = offsets.Error()
+		}
+		if err == nil && len(offsets[s.Name]) == int(s.Partitions) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kafka topic %s was created but its partitions did not serve within %s: %v", s.Name, limit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kafka topic %s to serve: %w", s.Name, ctx.Err())
 		case <-time.After(delay):
 		}
 	}
