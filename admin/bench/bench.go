@@ -1,0 +1,217 @@
+// Package bench is `doclogctl bench`: workload W1 of issue 7 against a
+// running doclog or one composed in-process (Embedded), measured from the
+// outside.
+//
+// W1 is Documents documents of doclog/json receiving MERGE_PATCH actions on
+// their global scope, ActionsPerDocument per round, for Duration. In mode
+// single every job carries one action and a document's next job is
+// submitted once the previous one was acknowledged (all documents at once);
+// in mode batch every job carries ActionsPerDocument actions. Jobs go
+// through the ingest API (ViaHTTP) or straight to the jobs topic
+// (ViaKafka). With Rate zero the loop is closed (each document submits as
+// fast as acknowledgements come back); with Rate set it is open: jobs are
+// scheduled at a fixed rate and latency counts from the scheduled time, so
+// a stalled pipeline cannot hide its queueing delay.
+//
+// How it measures, without a poll per job (the polls would load the
+// database being measured):
+//   - WRITE_READY: after the drain, the job results are read back in
+//     chunks; a result's created_at (the executor's transaction start, by
+//     the database clock) is the job's WRITE_READY time. While draining, the
+//     jobs without a result yet are looked up in chunks every 200ms.
+//   - READ_READY: a sampler reads the document view's last applied index of
+//     every benchmarked stream in one query every SampleInterval; a job is
+//     READ_READY at the first sample showing its consistency token's index.
+//     The resolution is the sample interval.
+//   - Throughput to a stage is the jobs (operations) that reached it over
+//     the time from the first submission to the last job reaching it.
+//   - Postgres activity is the delta of pg_stat_database (and of
+//     pg_stat_statements when installed) over the measured phase, minus the
+//     benchmark's own probes. Both are database-wide: other clients of the
+//     same database count too.
+//   - Peak RSS is VmHWM from /proc: this process's when embedded, else the
+//     processes named doclog on this host, if any.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/internal/kafka"
+)
+
+// Modes and submission paths.
+const (
+	ModeSingle = "single"
+	ModeBatch  = "batch"
+	ViaHTTP    = "http"
+	ViaKafka   = "kafka"
+)
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultDocuments      = 200
+	DefaultActions        = 50
+	DefaultDuration       = 30 * time.Second
+	DefaultDrain          = 2 * time.Minute
+	DefaultSampleInterval = 20 * time.Millisecond
+	DefaultBaselineChunk  = 1000
+	DefaultPartitions     = 4
+	// drainPoll is how often jobs without a result are looked up while
+	// draining.
+	drainPoll = 200 * time.Millisecond
+	// lookupChunk bounds the job ids of one result lookup.
+	lookupChunk = 5000
+)
+
+// Config configures a run.
+type Config struct {
+	// Mode is ModeSingle (default) or ModeBatch.
+	Mode string
+	// Via is ViaHTTP (default) or ViaKafka.
+	Via string
+	// Documents is D. Default 200.
+	Documents int
+	// ActionsPerDocument is K: the actions of a round per document, and the
+	// actions of one job in mode batch. Default 50.
+	ActionsPerDocument int
+	// Duration is how long jobs are submitted. Default 30s; shorter runs
+	// measure start-up and drain more than the steady state.
+	Duration time.Duration
+	// Rate, in operations per second over all documents, turns the open
+	// loop on. Zero: closed loop.
+	Rate float64
+	// Drain bounds the wait, after submission stops, for every job to reach
+	// READ_READY. Default 2m.
+	Drain time.Duration
+	// SampleInterval is how often the READ_READY sampler reads the document
+	// view. Default 20ms.
+	SampleInterval time.Duration
+	// Baseline adds the raw COPY of the run's operation rows.
+	Baseline bool
+	// BaselineChunk is the rows of one COPY. Default 1000.
+	BaselineChunk int
+
+	// IngestURL is the ingest API of a running doclog (ViaHTTP, not
+	// Embedded).
+	IngestURL string
+	// AuthToken is sent as a bearer token to the ingest API.
+	AuthToken string
+	// DatabaseURL is doclog's Postgres. Required.
+	DatabaseURL string
+	// Kafka reaches the brokers (ViaKafka, or Embedded).
+	Kafka kafka.Config
+	// TopicPrefix is the prefix of doclog's topics. Embedded runs add a
+	// fresh prefix of their own under it, and delete their topics after.
+	TopicPrefix string
+	// Embedded runs ingest, the executor and the docview and indexer
+	// projectors in this process against DatabaseURL and Kafka, migrating
+	// the database first.
+	Embedded bool
+	// Partitions is the jobs topic's partition count of an embedded run.
+	// Default 4.
+	Partitions int32
+
+	// Logger logs the embedded roles and the run. Default: none.
+	Logger *zap.Logger
+	// Progress, if set, is called about five times a second with the run's
+	// progress.
+	Progress func(Progress)
+}
+
+// Progress is where a run is.
+type Progress struct {
+	// Phase is "setup", "submit", "drain", "baseline" or "done".
+	Phase string
+	// Elapsed and Total are the submission time so far and Duration.
+	Elapsed, Total time.Duration
+	// Submitted, WriteReady and ReadReady count jobs; WriteReady and
+	// ReadReady are known only while draining (-1 before).
+	Submitted, WriteReady, ReadReady int
+}
+
+// WithDefaults returns a copy with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	setDefault(&c.Mode, ModeSingle)
+	setDefault(&c.Via, ViaHTTP)
+	setDefault(&c.Documents, DefaultDocuments)
+	setDefault(&c.ActionsPerDocument, DefaultActions)
+	setDefault(&c.Duration, DefaultDuration)
+	setDefault(&c.Drain, DefaultDrain)
+	setDefault(&c.SampleInterval, DefaultSampleInterval)
+	setDefault(&c.BaselineChunk, DefaultBaselineChunk)
+	setDefault(&c.Partitions, DefaultPartitions)
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	c.Kafka = c.Kafka.WithDefaults()
+	return c
+}
+
+func setDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
+}
+
+// Validate checks a configuration after WithDefaults.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Mode != ModeSingle && c.Mode != ModeBatch {
+		errs = append(errs, fmt.Errorf("the mode must be single or batch, not %q", c.Mode))
+	}
+	if c.Via != ViaHTTP && c.Via != ViaKafka {
+		errs = append(errs, fmt.Errorf("jobs go via http or kafka, not %q", c.Via))
+	}
+	if c.Documents < 1 {
+		errs = append(errs, fmt.Errorf("the documents must number at least 1, not %d", c.Documents))
+	}
+	if c.ActionsPerDocument < 1 || c.ActionsPerDocument > 100 {
+		errs = append(errs, fmt.Errorf("the actions per document must be 1 to 100 (ingest's limit per job), not %d", c.ActionsPerDocument))
+	}
+	if c.Duration <= 0 || c.Drain <= 0 || c.SampleInterval <= 0 {
+		errs = append(errs, errors.New("the duration, drain and sample interval must be positive"))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("the rate must not be negative, got %g", c.Rate))
+	}
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("no database: the benchmark reads job results and statistics from doclog's Postgres"))
+	}
+	if c.Via == ViaHTTP && !c.Embedded && c.IngestURL == "" {
+		errs = append(errs, errors.New("no ingest URL: give one, submit via kafka, or run embedded"))
+	}
+	if (c.Via == ViaKafka || c.Embedded) && len(c.Kafka.Seeds) == 0 {
+		errs = append(errs, errors.New("no Kafka seeds"))
+	}
+	return errors.Join(errs...)
+}
+
+// opsPerJob is the operations one job carries in the configured mode.
+func (c Config) opsPerJob() int {
+	if c.Mode == ModeBatch {
+		return c.ActionsPerDocument
+	}
+	return 1
+}
+
+// Run runs the benchmark and returns its report. A run whose jobs do not
+// all reach READ_READY within the drain still returns its report (Drained
+// false); errors are reserved for runs that could not measure.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := newRunner(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	return r.run(ctx)
+}

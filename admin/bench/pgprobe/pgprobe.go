@@ -1,0 +1,169 @@
+// Package pgprobe holds the Postgres-specific probes of `doclogctl bench`:
+// database activity counters (pg_stat_database, and pg_stat_statements when
+// the extension is installed) and the raw COPY baseline the pipeline is
+// compared with. It is the only part of the benchmark that imports pgx, for
+// the same reason the stores are: the rest of the tool talks to doclog
+// through its public seams.
+package pgprobe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Activity is a snapshot of the current database's cumulative counters.
+// Deltas of two snapshots measure what happened in between, across every
+// session of the database (Postgres keeps no per-client figures).
+type Activity struct {
+	XactCommit, XactRollback int64
+	TupReturned, TupFetched  int64
+	TupInserted, TupUpdated  int64
+	TupDeleted               int64
+	// Statements is the sum of pg_stat_statements calls for the database,
+	// or -1 when the extension is not installed in it.
+	Statements int64
+	// Probes is how many statements (each its own transaction) taking
+	// this snapshot issued, for the caller to subtract as its own.
+	Probes int64
+}
+
+// Sub returns a-b, counter by counter; Statements stays -1 if either side
+// lacks it.
+func (a Activity) Sub(b Activity) Activity {
+	d := Activity{
+		XactCommit: a.XactCommit - b.XactCommit, XactRollback: a.XactRollback - b.XactRollback,
+		TupReturned: a.TupReturned - b.TupReturned, TupFetched: a.TupFetched - b.TupFetched,
+		TupInserted: a.TupInserted - b.TupInserted, TupUpdated: a.TupUpdated - b.TupUpdated,
+		TupDeleted: a.TupDeleted - b.TupDeleted, Statements: -1,
+	}
+	if a.Statements >= 0 && b.Statements >= 0 {
+		d.Statements = a.Statements - b.Statements
+	}
+	return d
+}
+
+// Snapshot reads the counters. Each statement runs as its own transaction,
+// so two snapshots never share Postgres's per-transaction cache of the
+// statistics views. Backends report their counters when idle, at most
+// once a second: a snapshot taken less than a second after the last work
+// may miss some of it.
+func Snapshot(ctx context.Context, pool *pgxpool.Pool) (Activity, error) {
+	var a Activity
+	a.Statements = -1
+	var installed bool
+	err := pool.QueryRow(ctx, `SELECT xact_commit, xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated, tup_deleted,
+  EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_stat_statements')
+FROM pg_stat_database WHERE datname = current_database()`).Scan(
+		&a.XactCommit, &a.XactRollback, &a.TupReturned, &a.TupFetched, &a.TupInserted, &a.TupUpdated, &a.TupDeleted, &installed)
+	a.Probes = 1
+	if err != nil {
+		return a, fmt.Errorf("reading pg_stat_database: %w", err)
+	}
+	if !installed {
+		return a, nil
+	}
+	a.Probes++
+	// The extension may be installed but not preloaded, in which case its
+	// view raises: the statement count is then unknown, not an error.
+	var calls *int64
+	err = pool.QueryRow(ctx, `SELECT sum(calls)::bigint FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&calls)
+	if err == nil && calls != nil {
+		a.Statements = *calls
+	}
+	return a, nil
+}
+
+// copyColumns are the operation columns a client supplies; ordinal, txid
+// and written_at take their defaults, as they do on append.
+var copyColumns = []string{"document_id", "scope", "branch", "idx", "skip", "op_id", "job_id", "document_type",
+	"model_version", "hash", "ts_utc_ms", "action_id", "action"}
+
+// CopyResult is the outcome of a COPY baseline.
+type CopyResult struct {
+	Rows    int
+	Chunks  int
+	Elapsed time.Duration
+}
+
+// CopyBaseline copies the operations of the given documents — the rows a
+// benchmark run appended — into a scratch table created LIKE operations
+// INCLUDING ALL (same columns, defaults, primary key and indexes), in
+// COPYs of chunk rows, each its own transaction, one after another on one
+// connection. Only the COPYs are timed; reading the rows and creating and
+// dropping the table are not. The scratch table is dropped before
+// returning.
+func CopyBaseline(ctx context.Context, pool *pgxpool.Pool, documentIDs []string, chunk int) (CopyResult, error) {
+	if chunk <= 0 {
+		return CopyResult{}, errors.New("copy baseline: the chunk size must be positive")
+	}
+	rows, err := pool.Query(ctx, `SELECT `+columnList()+` FROM operations WHERE document_id = ANY($1) ORDER BY ordinal`, documentIDs)
+	if err != nil {
+		return CopyResult{}, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
+	}
+	var data [][]any
+	for rows.Next() {
+		var (
+			doc, scope, branch, opID, jobID, docType, hash, actionID, action string
+			idx, skip, ts                                                    int64
+			version                                                          int32
+		)
+		if err := rows.Scan(&doc, &scope, &branch, &idx, &skip, &opID, &jobID, &docType, &version, &hash, &ts, &actionID, &action); err != nil {
+			rows.Close()
+			return CopyResult{}, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
+		}
+		data = append(data, []any{doc, scope, branch, idx, skip, opID, jobID, docType, version, hash, ts, actionID, action})
+	}
+	if err := rows.Err(); err != nil {
+		return CopyResult{}, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
+	}
+
+	var suffix [6]byte
+	now := time.Now().UnixNano()
+	for i := range suffix {
+		suffix[i] = "abcdefghijklmnopqrstuvwxyz"[now%26]
+		now /= 26
+	}
+	table := pgx.Identifier{"bench_copy_" + string(suffix[:])}
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table.Sanitize()+` (LIKE operations INCLUDING ALL)`); err != nil {
+		return CopyResult{}, fmt.Errorf("copy baseline: creating the scratch table: %w", err)
+	}
+	defer func() {
+		_, _ = pool.Exec(context.WithoutCancel(ctx), `DROP TABLE IF EXISTS `+table.Sanitize())
+	}()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return CopyResult{}, fmt.Errorf("copy baseline: acquiring a connection: %w", err)
+	}
+	defer conn.Release()
+	res := CopyResult{Rows: len(data)}
+	start := time.Now()
+	for from := 0; from < len(data); from += chunk {
+		part := data[from:min(from+chunk, len(data))]
+		if _, err := conn.CopyFrom(ctx, table, copyColumns, pgx.CopyFromRows(part)); err != nil {
+			return res, fmt.Errorf("copy baseline: copying rows %d..%d: %w", from, from+len(part)-1, err)
+		}
+		res.Chunks++
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func columnList() string {
+	s := ""
+	for i, c := range copyColumns {
+		if i > 0 {
+			s += ", "
+		}
+		if c == "action" {
+			c = "action::text"
+		}
+		s += c
+	}
+	return s
+}

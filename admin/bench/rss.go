@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ProcessRSS is the peak resident set of one process, from /proc's VmHWM:
+// the high-water mark since the process started, not only during the run.
+type ProcessRSS struct {
+	PID       int    `json:"pid"`
+	Name      string `json:"name"`
+	Command   string `json:"command"`
+	PeakBytes int64  `json:"peakBytes"`
+}
+
+// embeddedRSS is this process's peak: the roles and the load generator
+// together.
+func embeddedRSS() []ProcessRSS {
+	peak, ok := vmHWM("self")
+	if !ok {
+		return nil
+	}
+	return []ProcessRSS{{PID: os.Getpid(), Name: "doclogctl bench --embedded", Command: strings.Join(os.Args, " "), PeakBytes: peak}}
+}
+
+// doclogRSS is the peak of every process on this host named doclog (each
+// role, when they run as separate processes); none when doclog runs
+// elsewhere.
+func doclogRSS() []ProcessRSS {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []ProcessRSS
+	for _, dir := range dirs {
+		comm, err := os.ReadFile(filepath.Join(dir, "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "doclog" {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(dir))
+		peak, ok := vmHWM(filepath.Base(dir))
+		if !ok {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		out = append(out, ProcessRSS{PID: pid, Name: "doclog", PeakBytes: peak,
+			Command: strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))})
+	}
+	return out
+}
+
+// vmHWM reads the peak resident set of /proc/<pid>/status, in bytes.
+func vmHWM(pid string) (int64, bool) {
+	f, err := os.Open(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			fields := strings.Fields(v) // "123456 kB"
+			if len(fields) == 0 {
+				return 0, false
+			}
+			kb, err := strconv.ParseInt(fields[0], 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
+}

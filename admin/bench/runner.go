@@ -1,0 +1,430 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/admin/bench/pgprobe"
+	"github.com/doclog/doclog/executor/model/builtin"
+	"github.com/doclog/doclog/internal/kafka"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/projectors/docview"
+)
+
+// job is one submitted job.
+type job struct {
+	id        string
+	doc       int
+	ops       int
+	submitted time.Time
+}
+
+// runner is one run: the documents, the jobs submitted, and the probes.
+type runner struct {
+	cfg   Config
+	store *postgres.Store // the benchmark's own pool, for its probes
+	emb   *embedded
+	sub   submitter
+	view  *docview.View
+
+	docs    []string
+	streams []oplog.StreamKey // the global stream of each document
+	jobs    [][]job           // per document, in submission order
+	fails   atomic.Int64      // submissions that were not acknowledged
+	lastErr atomic.Value      // the last submission error, for the report
+
+	// probes counts the statements the benchmark itself sends to Postgres
+	// during the measured phase (each its own transaction), subtracted
+	// from the database's counters.
+	probes atomic.Int64
+	samp   *sampler
+}
+
+func newRunner(ctx context.Context, cfg Config) (_ *runner, err error) {
+	r := &runner{cfg: cfg}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	reg, err := builtin.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	if r.store, err = postgres.Open(ctx, withPoolSize(cfg.DatabaseURL, 4)); err != nil {
+		return nil, err
+	}
+	r.view = docview.NewView(r.store.Pool(), nil)
+	ingestURL, jobsTopic := cfg.IngestURL, kafka.TopicNames(cfg.TopicPrefix).Jobs
+	if cfg.Embedded {
+		if r.emb, err = startEmbedded(ctx, cfg, reg); err != nil {
+			return nil, err
+		}
+		ingestURL, jobsTopic = r.emb.ingestURL(), r.emb.names.Jobs
+	}
+	if cfg.Via == ViaKafka {
+		if r.sub, err = newKafkaSubmitter(cfg.Kafka, jobsTopic); err != nil {
+			return nil, err
+		}
+	} else {
+		r.sub = newHTTPSubmitter(ingestURL, cfg.AuthToken, cfg.Documents)
+	}
+	r.docs = make([]string, cfg.Documents)
+	r.streams = make([]oplog.StreamKey, cfg.Documents)
+	r.jobs = make([][]job, cfg.Documents)
+	for i := range r.docs {
+		r.docs[i] = uuid.Must(uuid.NewV7()).String()
+		r.streams[i] = oplog.StreamKey{DocumentID: r.docs[i], Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	}
+	return r, nil
+}
+
+func (r *runner) close() {
+	if r.sub != nil {
+		r.sub.close()
+	}
+	if r.emb != nil {
+		r.emb.stop()
+	}
+	if r.store != nil {
+		r.store.Close()
+	}
+}
+
+func (r *runner) progress(p Progress) {
+	if r.cfg.Progress != nil {
+		p.Total = r.cfg.Duration
+		r.cfg.Progress(p)
+	}
+}
+
+func (r *runner) run(ctx context.Context) (*Report, error) {
+	if err := r.setup(ctx); err != nil {
+		return nil, err
+	}
+	before, err := pgprobe.Snapshot(ctx, r.store.Pool())
+	if err != nil {
+		return nil, err
+	}
+	r.probes.Add(before.Probes)
+
+	r.samp = newSampler(len(r.docs))
+	sctx, stopSampler := context.WithCancel(ctx)
+	var sw sync.WaitGroup
+	sw.Go(func() { r.sample(sctx) })
+
+	start := time.Now()
+	loadDone := r.load(ctx, start)
+	results, drained, err := r.drain(ctx, start)
+	stopSampler()
+	sw.Wait()
+	if err != nil {
+		return nil, err
+	}
+
+	rep := &Report{}
+	r.fill(rep, start, loadDone, results, drained)
+	// The roles' sessions end with their pool, which makes them report
+	// their counters; the benchmark's own idle sessions report within a
+	// second.
+	var rss []ProcessRSS
+	if r.emb != nil {
+		rss = embeddedRSS()
+		r.emb.stop()
+	} else {
+		rss = doclogRSS()
+	}
+	rep.PeakRSS = rss
+	r.progress(Progress{Phase: "statistics", Elapsed: r.cfg.Duration, Submitted: rep.Submitted.Jobs,
+		WriteReady: rep.WriteReady.Jobs, ReadReady: rep.ReadReady.Jobs})
+	if err := sleep(ctx, 1500*time.Millisecond); err != nil {
+		return nil, err
+	}
+	after, err := pgprobe.Snapshot(ctx, r.store.Pool())
+	if err != nil {
+		return nil, err
+	}
+	rep.Postgres = postgresReport(after.Sub(before), r.probes.Load(), rep.Submitted.Operations)
+
+	if r.cfg.Baseline {
+		r.progress(Progress{Phase: "baseline", Elapsed: r.cfg.Duration, Submitted: rep.Submitted.Jobs,
+			WriteReady: rep.WriteReady.Jobs, ReadReady: rep.ReadReady.Jobs})
+		res, err := pgprobe.CopyBaseline(ctx, r.store.Pool(), r.docs, r.cfg.BaselineChunk)
+		if err != nil {
+			return nil, err
+		}
+		rep.Baseline = baselineReport(res, r.cfg.BaselineChunk, rep)
+	}
+	r.progress(Progress{Phase: "done", Elapsed: r.cfg.Duration, Submitted: rep.Submitted.Jobs,
+		WriteReady: rep.WriteReady.Jobs, ReadReady: rep.ReadReady.Jobs})
+	return rep, nil
+}
+
+// setup creates the documents and waits until the document view has them,
+// so the measured phase starts with an idle pipeline.
+func (r *runner) setup(ctx context.Context) error {
+	r.progress(Progress{Phase: "setup", WriteReady: -1, ReadReady: -1})
+	ids := make([]string, len(r.docs))
+	errs := make([]error, len(r.docs))
+	var wg sync.WaitGroup
+	for i, doc := range r.docs {
+		wg.Go(func() { ids[i], errs[i] = r.sub.create(ctx, doc) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("creating the benchmark's documents: %w", err)
+	}
+	docScopes := make([]oplog.StreamKey, len(r.docs))
+	for i, doc := range r.docs {
+		docScopes[i] = oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeDocument, Branch: oplog.DefaultBranch}
+	}
+	deadline := time.Now().Add(r.cfg.Drain)
+	for {
+		if err := r.roleFailure(); err != nil {
+			return err
+		}
+		found, err := r.store.JobResults(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, res := range found {
+			if res.Status == oplog.JobFailed {
+				return fmt.Errorf("creating document %s failed: %v", res.DocumentID, res.ErrorHistory)
+			}
+		}
+		applied, err := r.view.AppliedIndexes(ctx, docScopes)
+		if err != nil {
+			return err
+		}
+		if len(found) == len(ids) && !slices.ContainsFunc(docScopes, func(k oplog.StreamKey) bool { return applied[k] < 0 }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the %d documents were not created within %s (%d job results): is the executor running?",
+				len(ids), r.cfg.Drain, len(found))
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	// Let the roles' sessions report the setup's counters before the
+	// measured phase begins (backends report when idle, within a second).
+	return sleep(ctx, 1200*time.Millisecond)
+}
+
+func (r *runner) roleFailure() error {
+	if r.emb == nil {
+		return nil
+	}
+	return r.emb.err()
+}
+
+// inputs returns the merge patches of a document's n-th job: one in mode
+// single (cycling over K keys), K in mode batch. Merge patches over K keys
+// keep the document's state the same size however long the run.
+func (r *runner) inputs(n int) []json.RawMessage {
+	k := r.cfg.ActionsPerDocument
+	if r.cfg.Mode == ModeSingle {
+		return []json.RawMessage{json.RawMessage(fmt.Sprintf(`{"k%d":%d}`, n%k, n/k))}
+	}
+	out := make([]json.RawMessage, k)
+	for i := range out {
+		out[i] = json.RawMessage(fmt.Sprintf(`{"k%d":%d}`, i, n))
+	}
+	return out
+}
+
+// submit sends one job of document d and records it as submitted at t.
+func (r *runner) submit(ctx context.Context, d, n int, t time.Time) {
+	in := r.inputs(n)
+	id, err := r.sub.mutate(ctx, r.docs[d], in)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.fails.Add(1)
+			r.lastErr.Store(err.Error())
+			_ = sleep(ctx, 50*time.Millisecond) // do not spin on a refusing API
+		}
+		return
+	}
+	r.jobs[d] = append(r.jobs[d], job{id: id, doc: d, ops: len(in), submitted: t})
+}
+
+// load submits for the configured duration and returns when the last
+// submission was acknowledged.
+func (r *runner) load(ctx context.Context, start time.Time) time.Time {
+	end := start.Add(r.cfg.Duration)
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var submitted atomic.Int64
+	if r.cfg.Rate == 0 {
+		for d := range r.docs {
+			wg.Go(func() {
+				for n := 0; time.Now().Before(end) && lctx.Err() == nil; n++ {
+					r.submit(lctx, d, n, time.Now())
+					submitted.Add(1)
+				}
+			})
+		}
+	} else {
+		// Open loop: job i is due at start + i×interval and goes to
+		// document i mod D, whose worker submits its jobs in order. A job
+		// counts from when it was due, not from when its worker got to it.
+		interval := time.Duration(float64(time.Second) * float64(r.cfg.opsPerJob()) / r.cfg.Rate)
+		queues := make([]chan time.Time, len(r.docs))
+		for d := range queues {
+			queues[d] = make(chan time.Time, 4096)
+			wg.Go(func() {
+				n := 0
+				for due := range queues[d] {
+					r.submit(lctx, d, n, due)
+					submitted.Add(1)
+					n++
+				}
+			})
+		}
+		wg.Go(func() {
+			defer func() {
+				for _, q := range queues {
+					close(q)
+				}
+			}()
+			for i := 0; ; i++ {
+				due := start.Add(time.Duration(i) * interval)
+				if !due.Before(end) || sleepUntil(lctx, due) != nil {
+					return
+				}
+				queues[i%len(queues)] <- due
+			}
+		})
+	}
+	ticker := time.NewTicker(200 * time.Millisecond)
+	defer ticker.Stop()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			return time.Now()
+		case <-ticker.C:
+			if err := r.roleFailure(); err != nil {
+				r.cfg.Logger.Error("a role failed; stopping the load", zap.Error(err))
+				r.lastErr.Store(err.Error())
+				cancel()
+			}
+			r.progress(Progress{Phase: "submit", Elapsed: min(time.Since(start), r.cfg.Duration),
+				Submitted: int(submitted.Load()), WriteReady: -1, ReadReady: -1})
+		}
+	}
+}
+
+// drain looks up the results of the submitted jobs until every one has
+// reached READ_READY (or failed) or the drain time is up.
+func (r *runner) drain(ctx context.Context, start time.Time) (map[string]oplog.JobResult, bool, error) {
+	var pending []string
+	total := 0
+	for _, js := range r.jobs {
+		for _, j := range js {
+			pending = append(pending, j.id)
+		}
+		total += len(js)
+	}
+	results := make(map[string]oplog.JobResult, total)
+	deadline := time.Now().Add(r.cfg.Drain)
+	for {
+		var still []string
+		for from := 0; from < len(pending); from += lookupChunk {
+			part := pending[from:min(from+lookupChunk, len(pending))]
+			found, err := r.store.JobResults(ctx, part)
+			r.probes.Add(1)
+			if err != nil {
+				return nil, false, fmt.Errorf("reading job results: %w", err)
+			}
+			for _, id := range part {
+				if res, ok := found[id]; ok {
+					results[id] = res
+				} else {
+					still = append(still, id)
+				}
+			}
+		}
+		pending = still
+		written, readReady, settled := r.settled(results)
+		r.progress(Progress{Phase: "drain", Elapsed: r.cfg.Duration, Submitted: total, WriteReady: written, ReadReady: readReady})
+		if settled == total {
+			return results, true, nil
+		}
+		if time.Now().After(deadline) {
+			r.cfg.Logger.Warn("drain time is up", zap.Int("jobs", total), zap.Int("without_result", len(pending)),
+				zap.Int("not_read_ready", total-settled), zap.Duration("since_start", time.Since(start)))
+			return results, false, nil
+		}
+		if err := r.roleFailure(); err != nil {
+			return nil, false, err
+		}
+		if err := sleep(ctx, drainPoll); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// settled counts the jobs with a WRITE_READY result, those of them the
+// document view has reached, and the jobs that will not move any more
+// (read-ready or failed).
+func (r *runner) settled(results map[string]oplog.JobResult) (written, readReady, settled int) {
+	latest := r.samp.latestIndexes()
+	for d, js := range r.jobs {
+		for _, j := range js {
+			res, ok := results[j.id]
+			switch {
+			case !ok:
+			case res.Status == oplog.JobFailed:
+				settled++
+			default:
+				written++
+				if idx, ok := tokenIndex(res, r.streams[d]); !ok || idx <= latest[d] {
+					readReady++
+					settled++
+				}
+			}
+		}
+	}
+	return written, readReady, settled
+}
+
+// tokenIndex is the index a job's consistency token names on stream.
+func tokenIndex(res oplog.JobResult, stream oplog.StreamKey) (int64, bool) {
+	for _, c := range res.Token.Coordinates {
+		if c.Stream() == stream {
+			return c.Index, true
+		}
+	}
+	return 0, false
+}
+
+func sleep(ctx context.Context, d time.Duration) error { return sleepUntil(ctx, time.Now().Add(d)) }
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}

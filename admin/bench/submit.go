@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/doclog/doclog/executor/model/jsondoc"
+	"github.com/doclog/doclog/ingest"
+	"github.com/doclog/doclog/internal/kafka"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
+)
+
+// submitter sends one job and returns its id once it was acknowledged.
+type submitter interface {
+	create(ctx context.Context, documentID string) (string, error)
+	mutate(ctx context.Context, documentID string, inputs []json.RawMessage) (string, error)
+	close()
+}
+
+// httpSubmitter submits through the ingest API, as a client would.
+type httpSubmitter struct {
+	base, token string
+	client      *http.Client
+}
+
+func newHTTPSubmitter(base, token string, conns int) *httpSubmitter {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// One keep-alive connection per document: the documents submit at once.
+	tr.MaxIdleConnsPerHost = conns
+	return &httpSubmitter{base: strings.TrimRight(base, "/"), token: token, client: &http.Client{Transport: tr, Timeout: time.Minute}}
+}
+
+type httpAction struct {
+	Type  string          `json:"type"`
+	Scope string          `json:"scope"`
+	Input json.RawMessage `json:"input"`
+}
+
+func (s *httpSubmitter) create(ctx context.Context, documentID string) (string, error) {
+	return s.post(ctx, "/v1/documents", map[string]any{"documentId": documentID, "documentType": jsondoc.DocumentType})
+}
+
+func (s *httpSubmitter) mutate(ctx context.Context, documentID string, inputs []json.RawMessage) (string, error) {
+	actions := make([]httpAction, len(inputs))
+	for i, in := range inputs {
+		actions[i] = httpAction{Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, Input: in}
+	}
+	return s.post(ctx, "/v1/jobs", map[string]any{"documentId": documentID, "documentType": jsondoc.DocumentType, "actions": actions})
+}
+
+func (s *httpSubmitter) post(ctx context.Context, path string, body any) (string, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(raw))
+	if err != nil {
+		return "", fmt.Errorf("submitting to %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("submitting to %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("reading the answer of %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("submitting to %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+	}
+	var ok struct {
+		JobID string `json:"jobId"`
+	}
+	if err := json.Unmarshal(data, &ok); err != nil || ok.JobID == "" {
+		return "", fmt.Errorf("submitting to %s: an answer without a job id: %s", path, data)
+	}
+	return ok.JobID, nil
+}
+
+func (s *httpSubmitter) close() { s.client.CloseIdleConnections() }
+
+// kafkaSubmitter produces job records straight to the jobs topic, as any
+// producer may, with ingest's producer settings (acks from all in-sync
+// replicas).
+type kafkaSubmitter struct {
+	topic string
+	cl    *kgo.Client
+}
+
+func newKafkaSubmitter(cfg kafka.Config, topic string) (*kafkaSubmitter, error) {
+	cl, err := kafka.NewClient(cfg, nil, ingest.ProducerOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaSubmitter{topic: topic, cl: cl}, nil
+}
+
+func (s *kafkaSubmitter) create(ctx context.Context, documentID string) (string, error) {
+	return s.produce(ctx, &record.Job{Kind: record.KindCreate, DocumentID: documentID, DocumentType: jsondoc.DocumentType})
+}
+
+func (s *kafkaSubmitter) mutate(ctx context.Context, documentID string, inputs []json.RawMessage) (string, error) {
+	job := &record.Job{Kind: record.KindMutate, DocumentID: documentID, DocumentType: jsondoc.DocumentType}
+	now := time.Now().UnixMilli()
+	for _, in := range inputs {
+		job.Actions = append(job.Actions, oplog.Action{Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, TimestampUtcMs: now, Input: in})
+	}
+	return s.produce(ctx, job)
+}
+
+func (s *kafkaSubmitter) produce(ctx context.Context, job *record.Job) (string, error) {
+	job.JobID = uuid.Must(uuid.NewV7()).String()
+	job.SubmittedAtUtcMs = time.Now().UnixMilli()
+	for i := range job.Actions {
+		job.Actions[i].ID = ingest.ActionID(job.JobID, i)
+	}
+	rec, err := record.NewJobRecord(s.topic, job)
+	if err != nil {
+		return "", fmt.Errorf("encoding job %s: %w", job.JobID, err)
+	}
+	if err := s.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return "", fmt.Errorf("producing job %s: %w", job.JobID, err)
+	}
+	return job.JobID, nil
+}
+
+func (s *kafkaSubmitter) close() { s.cl.Close() }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/admin/bench"
+	"github.com/doclog/doclog/internal/testenv"
+)
+
+// TestBenchEmbedded runs short benchmarks against the real Postgres and
+// Kafka, embedded, and checks the report's structure and consistency — not
+// its speed, which a few seconds on a shared machine cannot tell.
+func TestBenchEmbedded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"single via http, closed loop", []string{"--mode", "single", "--via", "http"}},
+		{"batch via kafka, open loop", []string{"--mode", "batch", "--via", "kafka", "--rate", "30"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url := migrated(t)
+			kenv := testenv.Kafka(t)
+			args := append([]string{"bench", "--embedded", "--baseline", "-o", "json",
+				"--database-url", url, "--kafka-seeds", strings.Join(kenv.Config.Seeds, ","), "--topics-prefix", kenv.Topics.Prefix,
+				"--documents", "4", "--actions", "3", "--duration", "3s", "--drain", "40s", "--partitions", "2"}, tc.flags...)
+			code, out, errOut := ctl(t, args...)
+			require.Equal(t, exitOK, code, errOut)
+			var rep bench.Report
+			require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+
+			require.True(t, rep.Embedded)
+			require.Equal(t, tc.flags[1], rep.Mode)
+			require.Equal(t, tc.flags[3], rep.Via)
+			require.Positive(t, rep.Submitted.Jobs)
+			require.Zero(t, rep.SubmitFailures, rep.LastSubmitErr)
+			require.Zero(t, rep.Failed)
+			require.True(t, rep.Drained)
+			// Every submitted job reached WRITE_READY by the end of the drain,
+			// and READ_READY never counts more than WRITE_READY.
+			require.Equal(t, rep.Submitted, rep.WriteReady.Count)
+			require.LessOrEqual(t, rep.ReadReady.Jobs, rep.WriteReady.Jobs)
+			for _, st := range []bench.Stage{rep.WriteReady, rep.ReadReady} {
+				require.Positive(t, st.OpsPerSec)
+				require.Positive(t, st.JobsPerSec)
+				require.LessOrEqual(t, st.LatencyP50Ms, st.LatencyP95Ms)
+				require.LessOrEqual(t, st.LatencyP95Ms, st.LatencyP99Ms)
+				require.LessOrEqual(t, st.LatencyP99Ms, st.LatencyMaxMs)
+			}
+			if rep.Mode == bench.ModeBatch {
+				require.Equal(t, rep.Submitted.Jobs*3, rep.Submitted.Operations)
+				require.Equal(t, "open", rep.Loop)
+			} else {
+				require.Equal(t, rep.Submitted.Jobs, rep.Submitted.Operations)
+				require.Equal(t, "closed", rep.Loop)
+			}
+			require.NotNil(t, rep.Baseline)
+			// The COPY carries the run's operations and the documents'
+			// creations.
+			require.Equal(t, rep.Submitted.Operations+4, rep.Baseline.Rows)
+			require.Positive(t, rep.Baseline.RowsPerSec)
+			require.Positive(t, rep.Baseline.RatioWriteReady)
+			require.Positive(t, rep.Baseline.RatioReadReady)
+			require.Positive(t, rep.Postgres.Transactions)
+			require.Positive(t, rep.Postgres.TuplesInserted)
+			require.NotEmpty(t, rep.PeakRSS)
+			require.Positive(t, rep.PeakRSS[0].PeakBytes)
+		})
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	t.Setenv("DOCLOG_DATABASE_URL", "")
+	t.Setenv("DATABASE_URL", "")
+	code, _, errOut := ctl(t, "bench", "--embedded")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "no database")
+
+	code, _, errOut = ctl(t, "bench", "--mode", "both", "--via", "carrier-pigeon", "--database-url", "postgres://x")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "the mode must be single or batch")
+	require.Contains(t, errOut, "jobs go via http or kafka")
+
+	code, _, errOut = ctl(t, "bench", "--database-url", "postgres://x")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "no ingest URL")
+}
