@@ -117,18 +117,30 @@ func (s *Store) FindDocuments(ctx context.Context, q readstore.FindQuery) ([]rea
 		rows pgx.Rows
 		err  error
 	)
+	// Each filter is its own statement rather than a "$n = '' OR …"
+	// condition, so a cached generic plan still uses the matching index
+	// (documents_by_type for a type, the primary keys otherwise).
 	if q.Parent != "" {
-		rows, err = s.pool.Query(ctx, `SELECT r.target_id, `+indexedColumns+`
+		sql := `SELECT r.target_id, ` + indexedColumns + `
 FROM document_relationships r
 LEFT JOIN documents d ON d.document_id = r.target_id AND d.branch = r.branch
-WHERE r.source_id = $1 AND r.branch = $2 AND r.type = 'child' AND r.target_id > $3
-  AND ($4 = '' OR d.document_type = $4) AND ($5 OR d.is_deleted IS NOT TRUE)
-ORDER BY r.target_id LIMIT $6`, q.Parent, q.Branch, q.After, q.Type, q.IncludeDeleted, q.Limit+1)
+WHERE r.source_id = $1 AND r.branch = $2 AND r.type = 'child' AND r.target_id > $3 AND ($4 OR d.is_deleted IS NOT TRUE)`
+		args := []any{q.Parent, q.Branch, q.After, q.IncludeDeleted, q.Limit + 1}
+		if q.Type != "" {
+			sql += ` AND d.document_type = $6`
+			args = append(args, q.Type)
+		}
+		rows, err = s.pool.Query(ctx, sql+` ORDER BY r.target_id LIMIT $5`, args...)
 	} else {
-		rows, err = s.pool.Query(ctx, `SELECT d.document_id, `+indexedColumns+`
+		sql := `SELECT d.document_id, ` + indexedColumns + `
 FROM documents d
-WHERE d.branch = $1 AND d.document_id > $2 AND ($3 = '' OR d.document_type = $3) AND ($4 OR NOT d.is_deleted)
-ORDER BY d.document_id LIMIT $5`, q.Branch, q.After, q.Type, q.IncludeDeleted, q.Limit+1)
+WHERE d.branch = $1 AND d.document_id > $2 AND ($3 OR NOT d.is_deleted)`
+		args := []any{q.Branch, q.After, q.IncludeDeleted, q.Limit + 1}
+		if q.Type != "" {
+			sql += ` AND d.document_type = $5`
+			args = append(args, q.Type)
+		}
+		rows, err = s.pool.Query(ctx, sql+` ORDER BY d.document_id LIMIT $4`, args...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("find documents: %w", err)
@@ -164,19 +176,28 @@ FROM documents d WHERE d.document_id = $1 AND d.branch = $2`, id, branch), &d)
 
 // Relationships implements readstore.Store.
 func (s *Store) Relationships(ctx context.Context, q readstore.RelationshipQuery) ([]readstore.Relationship, error) {
-	out := q.Direction == readstore.DirectionOut || q.Direction == readstore.DirectionBoth
-	in := q.Direction == readstore.DirectionIn || q.Direction == readstore.DirectionBoth
 	after := q.After
 	if after == nil {
+		// The empty key sorts before every row.
 		after = &readstore.Relationship{}
 	}
-	// The empty key sorts before every row, so the first page needs no
-	// special case.
-	rows, err := s.pool.Query(ctx, `SELECT source_id, type, target_id, metadata::text, since_index FROM document_relationships
-WHERE branch = $2 AND (($3 AND source_id = $1) OR ($4 AND target_id = $1)) AND ($5 = '' OR type = $5)
-  AND (source_id, type, target_id) > ($6, $7, $8)
-ORDER BY source_id, type, target_id LIMIT $9`,
-		q.DocumentID, q.Branch, out, in, q.Type, after.SourceID, after.Type, after.TargetID, q.Limit+1)
+	// One statement per direction (and type filter), so the plan uses the
+	// primary key for outgoing links and the incoming index for incoming.
+	side := `source_id = $1`
+	switch q.Direction {
+	case readstore.DirectionIn:
+		side = `target_id = $1`
+	case readstore.DirectionBoth:
+		side = `(source_id = $1 OR target_id = $1)`
+	}
+	sql := `SELECT source_id, type, target_id, metadata::text, since_index FROM document_relationships
+WHERE ` + side + ` AND branch = $2 AND (source_id, type, target_id) > ($3, $4, $5)`
+	args := []any{q.DocumentID, q.Branch, after.SourceID, after.Type, after.TargetID, q.Limit + 1}
+	if q.Type != "" {
+		sql += ` AND type = $7`
+		args = append(args, q.Type)
+	}
+	rows, err := s.pool.Query(ctx, sql+` ORDER BY source_id, type, target_id LIMIT $6`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read relationships of %s: %w", q.DocumentID, err)
 	}
