@@ -28,6 +28,10 @@ lint: ## gofmt and go vet
 bench: ## Run the Go benchmarks against a real Postgres with fsync on
 	@scripts/bench.sh
 
+.PHONY: bench-pipeline
+bench-pipeline: ## Pipeline benchmark (issue 7): doclogctl bench --embedded --baseline, both modes, 3 runs each, on throwaway Postgres (fsync on) and Kafka
+	@scripts/bench-pipeline.sh
+
 .PHONY: clean
 clean: ## Remove build output and cached downloads
 	rm -rf bin .cache

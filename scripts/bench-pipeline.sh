@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `make bench-pipeline`: the pipeline benchmark of issue 7. Starts a
+# throwaway Postgres with fsync on and a single-node Kafka, runs
+# `doclogctl bench --embedded --baseline` RUNS times (default 3, for medians)
+# in each of MODES (default "single batch") for DURATION (default 30s), and
+# stops both services. Each run's JSON report and a summary of the medians
+# go to OUT (default .cache/bench-pipeline/<UTC time>); EXTRA adds flags to
+# every run (e.g. EXTRA="--rate 2000" for an open loop).
+#
+# Measure on a quiet machine: the figures mean nothing while other work
+# competes for the cores. The script prints the load average before each run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+RUNS=${RUNS:-3}
+MODES=${MODES:-single batch}
+DURATION=${DURATION:-30s}
+OUT=${OUT:-.cache/bench-pipeline/$(date -u +%Y%m%dT%H%M%SZ)}
+work=$(mktemp -d -t doclog-bench-pipeline.XXXXXX)
+chmod 755 "$work"
+cleanup() {
+	scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
+	scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+scripts/pg.sh install
+db=$(scripts/pg.sh start "$work/pg" fsync)
+db=${db#DATABASE_URL=}
+scripts/kafka.sh install
+seeds=$(scripts/kafka.sh start "$work/kafka")
+seeds=${seeds#TEST_KAFKA_SEEDS=}
+go build -o "$work/doclogctl" ./cmd/doclogctl
+mkdir -p "$OUT"
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "cpu: $(nproc) × $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
+	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), $(go version | cut -d' ' -f3-)"
+	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+	echo "postgres: $(psql --version 2>/dev/null || ls -d /usr/lib/postgresql/*/ | head -n1), fsync on"
+	echo "commit: $(git rev-parse --short HEAD)"
+} >"$OUT/machine.txt"
+cat "$OUT/machine.txt"
+
+for mode in $MODES; do
+	for run in $(seq 1 "$RUNS"); do
+		echo "== mode $mode, run $run of $RUNS; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+		# shellcheck disable=SC2086 # EXTRA is a list of flags
+		"$work/doclogctl" bench --embedded --baseline --mode "$mode" --duration "$DURATION" \
+			--database-url "$db" --kafka-seeds "$seeds" --drain 5m -o json $EXTRA \
+			>"$OUT/$mode-$run.json" || echo "run $mode-$run did not drain; its report is kept" >&2
+	done
+done
+
+# Medians per mode, one row each, as docs/benchmarks.md tabulates them.
+if command -v jq >/dev/null; then
+	{
+		echo "| mode | ops/s WRITE_READY | ops/s READ_READY | COPY rows/s | ratio READ_READY/COPY | p50 / p99 ms READ_READY | transactions/op | peak RSS MiB |"
+		echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+		for mode in $MODES; do
+			jq -rs --arg mode "$mode" '
+				def median(f): map(f) | sort | .[(length / 2 | floor)];
+				"| \($mode) | \(median(.writeReady.opsPerSec) | round) | \(median(.readReady.opsPerSec) | round)"
+				+ " | \(median(.baseline.rowsPerSec) | round) | \(median(.baseline.ratioReadReady) * 1000 | round / 1000)"
+				+ " | \(median(.readReady.latencyP50Ms) | round) / \(median(.readReady.latencyP99Ms) | round)"
+				+ " | \(median(.postgres.transactionsPerOp) * 100 | round / 100)"
+				+ " | \(median(.peakRss[0].peakBytes / 1048576) | round) |"' "$OUT/$mode"-*.json
+		done
+	} | tee "$OUT/summary.md"
+else
+	echo "jq is not installed: the per-run reports are in $OUT" >&2
+fi
+echo "reports in $OUT" >&2
