@@ -127,12 +127,29 @@ func (r response) apiError(t *testing.T) apiError {
 }
 
 // get serves GET path through h and checks the response against the
-// OpenAPI document: every response a test sees is one the document allows.
+// OpenAPI document: every response a test sees is one the document allows,
+// and every request the API accepts is one the document allows too.
 func get(t *testing.T, h http.Handler, path string, header ...string) response {
 	t.Helper()
 	res, hr := serve(h, path, header...)
 	checkSpec(t, hr, res)
+	if res.status < 300 {
+		checkRequestSpec(t, hr)
+	}
 	return res
+}
+
+// checkRequestSpec validates an accepted request against the document, so
+// the documented parameters are neither looser nor stricter than the
+// handlers.
+func checkRequestSpec(t *testing.T, hr *http.Request) {
+	t.Helper()
+	route, params, err := spec(t).FindRoute(hr)
+	require.NoError(t, err)
+	require.NoError(t, openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: hr, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	}), "the OpenAPI document refuses a request the API accepts: %s", hr.URL)
 }
 
 // serve serves GET path without checks, for goroutines. header holds
