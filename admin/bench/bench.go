@@ -37,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"go.uber.org/zap"
@@ -115,6 +116,11 @@ type Config struct {
 	// Partitions is the jobs topic's partition count of an embedded run.
 	// Default 4.
 	Partitions int32
+
+	// CPUProfile, if set, receives a pprof CPU profile of this process over
+	// the measured phase (submission and drain): with Embedded, of the
+	// roles at work.
+	CPUProfile io.Writer
 
 	// Logger logs the embedded roles and the run. Default: none.
 	Logger *zap.Logger

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -123,9 +124,19 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	var sw sync.WaitGroup
 	sw.Go(func() { r.sample(sctx) })
 
+	if r.cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(r.cfg.CPUProfile); err != nil {
+			stopSampler()
+			sw.Wait()
+			return nil, fmt.Errorf("starting the CPU profile: %w", err)
+		}
+	}
 	start := time.Now()
 	loadDone := r.load(ctx, start)
 	results, drained, err := r.drain(ctx, start)
+	if r.cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	stopSampler()
 	sw.Wait()
 	if err != nil {

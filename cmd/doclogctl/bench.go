@@ -20,6 +20,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		cfg          bench.Config
 		showProgress bool
 		logLevel     string
+		cpuProfile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -61,6 +62,14 @@ apply: --duration and --drain bound the run.`,
 				defer func() { _ = logger.Sync() }()
 				cfg.Logger = logger
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("creating the CPU profile: %w", err)
+				}
+				defer f.Close()
+				cfg.CPUProfile = f
+			}
 			var bar *benchProgress
 			if showProgress || isTerminal(g.errOut) {
 				bar = startProgress(g.errOut, cfg.Duration)
@@ -99,6 +108,7 @@ apply: --duration and --drain bound the run.`,
 	f.BoolVar(&cfg.Embedded, "embedded", false, "run ingest, executor and projectors in this process against --database-url and --kafka-seeds")
 	f.Int32Var(&cfg.Partitions, "partitions", bench.DefaultPartitions, "partitions of the jobs topic of an --embedded run")
 	f.BoolVar(&showProgress, "progress", false, "draw the progress bar on stderr even when it is not a terminal")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write a pprof CPU profile of this process over submission and drain (with --embedded: of the roles at work)")
 	f.StringVar(&logLevel, "log-level", "", "log the embedded roles on stderr at this level (default: no logs)")
 	return cmd
 }

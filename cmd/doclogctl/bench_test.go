@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,11 +23,18 @@ func TestBenchEmbedded(t *testing.T) {
 		name  string
 		flags []string
 	}{
-		{"single via http, closed loop", []string{"--mode", "single", "--via", "http"}},
+		// Only one run may profile: the CPU profile is the process's.
+		{"single via http, closed loop", []string{"--mode", "single", "--via", "http", "--cpu-profile", "PROFILE"}},
 		{"batch via kafka, open loop", []string{"--mode", "batch", "--via", "kafka", "--rate", "30"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			profile := filepath.Join(t.TempDir(), "cpu.pprof")
+			for i, f := range tc.flags {
+				if f == "PROFILE" {
+					tc.flags[i] = profile
+				}
+			}
 			url := migrated(t)
 			kenv := testenv.Kafka(t)
 			args := append([]string{"bench", "--embedded", "--baseline", "-o", "json",
@@ -71,6 +81,11 @@ func TestBenchEmbedded(t *testing.T) {
 			require.Positive(t, rep.Postgres.TuplesInserted)
 			require.NotEmpty(t, rep.PeakRSS)
 			require.Positive(t, rep.PeakRSS[0].PeakBytes)
+			if slices.Contains(tc.flags, profile) {
+				fi, err := os.Stat(profile)
+				require.NoError(t, err)
+				require.Positive(t, fi.Size())
+			}
 		})
 	}
 }

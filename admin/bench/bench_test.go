@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/admin/bench/pgprobe"
+	"github.com/doclog/doclog/internal/kafka"
+)
+
+// The end-to-end run against the real stack is TestBenchEmbedded in
+// cmd/doclogctl; these cover the arithmetic it reports.
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	var lat []time.Duration
+	for i := 1; i <= 200; i++ {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	require.Equal(t, 100*time.Millisecond, percentile(lat, 50))
+	require.Equal(t, 190*time.Millisecond, percentile(lat, 95))
+	require.Equal(t, 198*time.Millisecond, percentile(lat, 99))
+	require.Equal(t, 7*time.Millisecond, percentile([]time.Duration{7 * time.Millisecond}, 99))
+	require.Zero(t, percentile(nil, 50))
+
+	var s Stage
+	s.Jobs, s.Operations = 200, 400
+	start := time.Now()
+	s.finish(start, start.Add(2*time.Second), lat, "test")
+	require.InDelta(t, 100, s.JobsPerSec, 1e-9)
+	require.InDelta(t, 200, s.OpsPerSec, 1e-9)
+	require.Equal(t, []float64{100, 190, 198, 200}, []float64{s.LatencyP50Ms, s.LatencyP95Ms, s.LatencyP99Ms, s.LatencyMaxMs})
+}
+
+func TestSamplerReached(t *testing.T) {
+	t.Parallel()
+	s := newSampler(2)
+	t0 := time.Now()
+	s.timeline[0] = []sample{{t0, 2}, {t0.Add(time.Second), 5}, {t0.Add(2 * time.Second), 9}}
+	for _, tc := range []struct {
+		index int64
+		at    time.Time
+		ok    bool
+	}{{0, t0, true}, {2, t0, true}, {3, t0.Add(time.Second), true}, {9, t0.Add(2 * time.Second), true}, {10, time.Time{}, false}} {
+		at, ok := s.reached(0, tc.index)
+		require.Equal(t, tc.ok, ok, tc.index)
+		require.Equal(t, tc.at, at, tc.index)
+	}
+	_, ok := s.reached(1, 0)
+	require.False(t, ok, "a stream never sampled has reached nothing")
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	c := Config{DatabaseURL: "postgres://x", Embedded: true, Kafka: kafka.Config{Seeds: []string{"k:9092"}}}.WithDefaults()
+	require.NoError(t, c.Validate())
+	require.Equal(t, ModeSingle, c.Mode)
+	require.Equal(t, ViaHTTP, c.Via)
+	require.Equal(t, DefaultDocuments, c.Documents)
+	require.Equal(t, DefaultDuration, c.Duration)
+	require.Equal(t, 1, c.opsPerJob())
+
+	c.Mode, c.ActionsPerDocument = ModeBatch, 101
+	require.ErrorContains(t, c.Validate(), "1 to 100")
+	c.ActionsPerDocument = 7
+	require.Equal(t, 7, c.opsPerJob())
+
+	r := &runner{cfg: c}
+	require.Len(t, r.inputs(3), 7)
+	r.cfg.Mode = ModeSingle
+	in := r.inputs(10)
+	require.Len(t, in, 1)
+	require.JSONEq(t, `{"k3":1}`, string(in[0]), "job 10 of a 7-key round patches key 3 in round 1")
+	require.True(t, json.Valid(in[0]))
+}
+
+func TestPostgresReport(t *testing.T) {
+	t.Parallel()
+	before := pgprobe.Activity{XactCommit: 100, Statements: -1}
+	after := pgprobe.Activity{XactCommit: 160, XactRollback: 2, TupInserted: 300, TupUpdated: 100, Statements: -1}
+	p := postgresReport(after.Sub(before), 12, 100)
+	require.Equal(t, int64(50), p.Transactions, "62 transactions, 12 of them the benchmark's probes")
+	require.InDelta(t, 0.5, p.TransactionsPerOp, 1e-9)
+	require.InDelta(t, 4, p.TuplesWrittenPerOp, 1e-9)
+	require.Nil(t, p.Statements, "without pg_stat_statements the statements are unknown")
+
+	before.Statements, after.Statements = 1000, 1412
+	p = postgresReport(after.Sub(before), 12, 100)
+	require.NotNil(t, p.StatementsPerOp)
+	require.InDelta(t, 4, *p.StatementsPerOp, 1e-9)
+}
+
+func TestWithPoolSize(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "postgres://h/db?pool_max_conns=20&sslmode=disable", withPoolSize("postgres://h/db?sslmode=disable", 20))
+	require.Equal(t, "postgres://h/db?pool_max_conns=3", withPoolSize("postgres://h/db?pool_max_conns=3", 20))
+	require.Equal(t, "host=h dbname=db", withPoolSize("host=h dbname=db", 20))
+}
+
+func TestPeakRSS(t *testing.T) {
+	t.Parallel()
+	rss := embeddedRSS()
+	require.Len(t, rss, 1)
+	require.Positive(t, rss[0].PeakBytes)
+	_, ok := vmHWM("no-such-process")
+	require.False(t, ok)
+}
