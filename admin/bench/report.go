@@ -95,7 +95,7 @@ type Baseline struct {
 
 // fill computes the report's throughput and latency from the job results
 // and the view samples.
-func (r *runner) fill(rep *Report, start, loadDone time.Time, results map[string]oplog.JobResult, drained bool) {
+func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 	c := r.cfg
 	rep.Mode, rep.Via, rep.Loop, rep.RateOpsPerSec = c.Mode, c.Via, "closed", c.Rate
 	if c.Rate > 0 {
@@ -116,25 +116,20 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, results map[string
 		for _, j := range js {
 			rep.Submitted.Jobs++
 			rep.Submitted.Operations += j.ops
-			res, ok := results[j.id]
-			if !ok {
+			switch j.status {
+			case "":
 				continue
-			}
-			if res.Status == oplog.JobFailed {
+			case oplog.JobFailed:
 				rep.Failed++
 				continue
 			}
 			rep.WriteReady.Jobs++
 			rep.WriteReady.Operations += j.ops
-			wrLat = append(wrLat, res.CreatedAt.Sub(j.submitted))
-			if res.CreatedAt.After(lastWR) {
-				lastWR = res.CreatedAt
+			wrLat = append(wrLat, j.writeReady.Sub(j.submitted))
+			if j.writeReady.After(lastWR) {
+				lastWR = j.writeReady
 			}
-			idx, ok := tokenIndex(res, r.streams[d])
-			if !ok {
-				continue
-			}
-			at, ok := r.samp.reached(d, idx)
+			at, ok := r.samp.reached(d, max(j.index, 0))
 			if !ok {
 				continue
 			}

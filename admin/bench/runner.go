@@ -22,12 +22,18 @@ import (
 	"github.com/doclog/doclog/projectors/docview"
 )
 
-// job is one submitted job.
+// job is one submitted job and, once known, the little of its result the
+// report needs (a run may hold hundreds of thousands, in the same process
+// as the embedded roles whose memory it reports).
 type job struct {
 	id        string
 	doc       int
 	ops       int
 	submitted time.Time
+
+	status     oplog.JobStatus // "" until the job has a result
+	writeReady time.Time       // the result's created_at
+	index      int64           // the token's index on the document's global stream, -1 if none
 }
 
 // runner is one run: the documents, the jobs submitted, and the probes.
@@ -133,7 +139,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	start := time.Now()
 	loadDone := r.load(ctx, start)
-	results, drained, err := r.drain(ctx, start)
+	drained, err := r.drain(ctx, start)
 	if r.cfg.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -144,7 +150,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 
 	rep := &Report{}
-	r.fill(rep, start, loadDone, results, drained)
+	r.fill(rep, start, loadDone, drained)
 	// The roles' sessions end with their pool, which makes them report
 	// their counters; the benchmark's own idle sessions report within a
 	// second.
@@ -340,51 +346,55 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 }
 
 // drain looks up the results of the submitted jobs until every one has
-// reached READ_READY (or failed) or the drain time is up.
-func (r *runner) drain(ctx context.Context, start time.Time) (map[string]oplog.JobResult, bool, error) {
-	var pending []string
-	total := 0
-	for _, js := range r.jobs {
-		for _, j := range js {
-			pending = append(pending, j.id)
+// reached READ_READY (or failed) or the drain time is up, and reports
+// which.
+func (r *runner) drain(ctx context.Context, start time.Time) (bool, error) {
+	var pending []*job
+	for d := range r.jobs {
+		for i := range r.jobs[d] {
+			pending = append(pending, &r.jobs[d][i])
 		}
-		total += len(js)
 	}
-	results := make(map[string]oplog.JobResult, total)
+	total := len(pending)
+	ids := make([]string, 0, lookupChunk)
 	deadline := time.Now().Add(r.cfg.Drain)
 	for {
-		var still []string
+		var still []*job
 		for from := 0; from < len(pending); from += lookupChunk {
 			part := pending[from:min(from+lookupChunk, len(pending))]
-			found, err := r.store.JobResults(ctx, part)
+			ids = ids[:0]
+			for _, j := range part {
+				ids = append(ids, j.id)
+			}
+			found, err := r.store.JobResults(ctx, ids)
 			r.probes.Add(1)
 			if err != nil {
-				return nil, false, fmt.Errorf("reading job results: %w", err)
+				return false, fmt.Errorf("reading job results: %w", err)
 			}
-			for _, id := range part {
-				if res, ok := found[id]; ok {
-					results[id] = res
+			for _, j := range part {
+				if res, ok := found[j.id]; ok {
+					j.status, j.writeReady, j.index = res.Status, res.CreatedAt, tokenIndex(res, r.streams[j.doc])
 				} else {
-					still = append(still, id)
+					still = append(still, j)
 				}
 			}
 		}
 		pending = still
-		written, readReady, settled := r.settled(results)
+		written, readReady, settled := r.settled()
 		r.progress(Progress{Phase: "drain", Elapsed: r.cfg.Duration, Submitted: total, WriteReady: written, ReadReady: readReady})
 		if settled == total {
-			return results, true, nil
+			return true, nil
 		}
 		if time.Now().After(deadline) {
 			r.cfg.Logger.Warn("drain time is up", zap.Int("jobs", total), zap.Int("without_result", len(pending)),
 				zap.Int("not_read_ready", total-settled), zap.Duration("since_start", time.Since(start)))
-			return results, false, nil
+			return false, nil
 		}
 		if err := r.roleFailure(); err != nil {
-			return nil, false, err
+			return false, err
 		}
 		if err := sleep(ctx, drainPoll); err != nil {
-			return nil, false, err
+			return false, err
 		}
 	}
 }
@@ -392,18 +402,17 @@ func (r *runner) drain(ctx context.Context, start time.Time) (map[string]oplog.J
 // settled counts the jobs with a WRITE_READY result, those of them the
 // document view has reached, and the jobs that will not move any more
 // (read-ready or failed).
-func (r *runner) settled(results map[string]oplog.JobResult) (written, readReady, settled int) {
+func (r *runner) settled() (written, readReady, settled int) {
 	latest := r.samp.latestIndexes()
 	for d, js := range r.jobs {
 		for _, j := range js {
-			res, ok := results[j.id]
-			switch {
-			case !ok:
-			case res.Status == oplog.JobFailed:
+			switch j.status {
+			case "":
+			case oplog.JobFailed:
 				settled++
 			default:
 				written++
-				if idx, ok := tokenIndex(res, r.streams[d]); !ok || idx <= latest[d] {
+				if j.index <= latest[d] {
 					readReady++
 					settled++
 				}
@@ -413,14 +422,15 @@ func (r *runner) settled(results map[string]oplog.JobResult) (written, readReady
 	return written, readReady, settled
 }
 
-// tokenIndex is the index a job's consistency token names on stream.
-func tokenIndex(res oplog.JobResult, stream oplog.StreamKey) (int64, bool) {
+// tokenIndex is the index a job's consistency token names on stream, -1
+// when it names none (such a job counts as read-ready with its write).
+func tokenIndex(res oplog.JobResult, stream oplog.StreamKey) int64 {
 	for _, c := range res.Token.Coordinates {
 		if c.Stream() == stream {
-			return c.Index, true
+			return c.Index
 		}
 	}
-	return 0, false
+	return -1
 }
 
 func sleep(ctx context.Context, d time.Duration) error { return sleepUntil(ctx, time.Now().Add(d)) }
