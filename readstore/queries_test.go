@@ -384,6 +384,19 @@ func TestQueries(t *testing.T) {
 		require.Equal(t, want.Hash, st.Hash)
 		require.True(t, model.EqualJSON(want.State, st.State))
 
+		// The document scope replays with the system reducer.
+		dk := oplog.StreamKey{DocumentID: "drv-1", Scope: oplog.ScopeDocument, Branch: oplog.DefaultBranch}
+		dops, err := f.env.Log.ReadStream(ctx, dk, 0, 0)
+		require.NoError(t, err)
+		dwant, err := f.env.Registry.ReplayStream(dk, drive.DocumentType, dops[:3])
+		require.NoError(t, err)
+		res = get(t, h, "/v1/documents/drv-1/state?scope=document&revision=3")
+		require.Equal(t, 200, res.status, "%s", res.body)
+		st = stateBody{}
+		res.decode(t, &st)
+		require.Equal(t, dwant.Hash, st.Hash)
+		require.True(t, model.EqualJSON(dwant.State, st.State))
+
 		res = get(t, h, "/v1/documents/c-0/state?revision=13")
 		require.Equal(t, 404, res.status)
 		require.Equal(t, readstore.CodeRevisionNotFound, res.apiError(t).Error.Code)
