@@ -23,13 +23,14 @@ import (
 	"github.com/doclog/doclog/internal/lagmetrics"
 	"github.com/doclog/doclog/internal/telemetry"
 	"github.com/doclog/doclog/internal/telemetry/pgxstats"
-	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/projectors/docview"
 	"github.com/doclog/doclog/projectors/indexer"
 	"github.com/doclog/doclog/projectors/pgproj"
+	"github.com/doclog/doclog/readstore"
+	"github.com/doclog/doclog/readstore/pgread"
 )
 
 // component is one long-running part of the process. run blocks until ctx
@@ -52,7 +53,6 @@ type app struct {
 
 	pool  *pgxpool.Pool
 	store *postgres.Store
-	view  *docview.View
 
 	components []component
 	groups     []string // the consumer groups this process belongs to, for lag metrics
@@ -105,7 +105,6 @@ func (a *app) build(ctx context.Context) error {
 		}
 		a.logger.Info("schema migrated", zap.Int("applied", n))
 	}
-	a.view = docview.NewView(a.pool, pgproj.New(a.pool))
 	if a.s.topicsMake && (a.s.runs(roleIngest) || a.s.runs(roleExecutor)) {
 		if err := a.ensureTopics(ctx); err != nil {
 			return err
@@ -123,6 +122,11 @@ func (a *app) build(ctx context.Context) error {
 	}
 	if a.s.runs(roleProjectors) {
 		if err := a.buildProjectors(ctx); err != nil {
+			return err
+		}
+	}
+	if a.s.runs(roleReadstore) {
+		if err := a.buildReadstore(); err != nil {
 			return err
 		}
 	}
@@ -170,7 +174,7 @@ func (a *app) buildIngest() error {
 		Producer:  cl,
 		Results:   a.store,
 		Registry:  a.registry,
-		ReadReady: readReadiness{a.view},
+		ReadReady: readstore.ReadReadiness{Store: pgread.New(a.pool)},
 		Logger:    a.logger.Named("ingest"),
 	})
 	if err != nil {
@@ -189,13 +193,6 @@ func (a *app) buildIngest() error {
 		stop: srv.Stop,
 	})
 	return nil
-}
-
-// readReadiness derives READ_READY from the document view.
-type readReadiness struct{ view *docview.View }
-
-func (r readReadiness) ReadReady(ctx context.Context, token oplog.ConsistencyToken) (bool, error) {
-	return r.view.Reached(ctx, token)
 }
 
 func (a *app) buildExecutor() error {
@@ -297,6 +294,35 @@ func (a *app) buildProjectors(ctx context.Context) error {
 	return nil
 }
 
+func (a *app) buildReadstore() error {
+	srv, err := readstore.NewServer(readstore.Config{
+		Addr:         a.s.readstoreAddr,
+		BearerTokens: a.s.authTokens,
+	}, readstore.Deps{
+		Store:      pgread.New(a.pool),
+		Log:        a.store,
+		Registry:   a.registry,
+		Logger:     a.logger.Named("readstore"),
+		Registerer: a.metrics,
+	})
+	if err != nil {
+		return err
+	}
+	a.add(component{
+		name: roleReadstore,
+		run: func(ctx context.Context) error {
+			if err := srv.Start(ctx); err != nil {
+				return err
+			}
+			a.listening(roleReadstore, srv.Addr())
+			<-ctx.Done()
+			return nil
+		},
+		stop: srv.Stop,
+	})
+	return nil
+}
+
 func (a *app) add(c component) { a.components = append(a.components, c) }
 
 func (a *app) listening(name string, addr net.Addr) {
@@ -362,7 +388,8 @@ func (a *app) apisBound() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_, ing := a.addrs[roleIngest]
-	return ing || !a.s.runs(roleIngest)
+	_, rs := a.addrs[roleReadstore]
+	return (ing || !a.s.runs(roleIngest)) && (rs || !a.s.runs(roleReadstore))
 }
 
 func (a *app) addr(name string) string {
