@@ -58,7 +58,9 @@ func setupWithURL(t *testing.T, url string, partitions int32, models ...model.Mo
 		store:    postgres.New(pool),
 		kenv:     kenv,
 		reg:      reg,
-		producer: kenv.Client(kgo.ProducerLinger(0)),
+		// A broker learns of a new topic a moment after its creation:
+		// retry an unknown topic until the produce's deadline.
+		producer: kenv.Client(kgo.ProducerLinger(0), kgo.UnknownTopicRetries(-1)),
 	}
 }
 
