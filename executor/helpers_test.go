@@ -53,11 +53,11 @@ func setupWithURL(t *testing.T, url string, partitions int32, models ...model.Mo
 
 	reg := registry(t, models...)
 	return &bundle{
-		t:        t,
-		pool:     pool,
-		store:    postgres.New(pool),
-		kenv:     kenv,
-		reg:      reg,
+		t:     t,
+		pool:  pool,
+		store: postgres.New(pool),
+		kenv:  kenv,
+		reg:   reg,
 		// A broker learns of a new topic a moment after its creation:
 		// retry an unknown topic until the produce's deadline.
 		producer: kenv.Client(kgo.ProducerLinger(0), kgo.UnknownTopicRetries(-1)),
