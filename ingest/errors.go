@@ -1,15 +1,14 @@
 package ingest
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
+	"github.com/doclog/doclog/internal/httpapi"
 )
 
 // Error codes of the API's error body. They are part of the contract
 // (openapi.yaml): clients branch on them, so they never change once released.
 const (
-	CodeUnauthorized        = "unauthorized"
+	CodeUnauthorized        = httpapi.CodeUnauthorized
 	CodeUnsupportedMedia    = "unsupported_media_type"
 	CodeBodyTooLarge        = "body_too_large"
 	CodeTooManyActions      = "too_many_actions"
@@ -27,19 +26,9 @@ const (
 	CodeInternal            = "internal"
 )
 
-// APIError is a request the API refuses. Message names the offending field
-// first ("actions[2].input.amount: must be an integer, not string"), so a
-// client can show it as is; Field is that path alone, for programs.
-type APIError struct {
-	Status  int    // the HTTP status
-	Code    string // one of the Code constants
-	Field   string // the offending field as a path, or "" when none
-	Message string
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
-}
+// APIError is a request the API refuses; Message names the offending field
+// first, Field is that path alone, for programs.
+type APIError = httpapi.Error
 
 // fieldError builds an APIError whose message leads with the field.
 func fieldError(status int, code, field, format string, args ...any) *APIError {
@@ -50,35 +39,8 @@ func fieldError(status int, code, field, format string, args ...any) *APIError {
 	return &APIError{Status: status, Code: code, Field: field, Message: msg}
 }
 
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
-func writeError(w http.ResponseWriter, e *APIError) {
-	if e.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="doclog"`)
-	}
-	if e.Status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	writeJSON(w, e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Every value written here is built by this package from plain
-		// types; failing to encode one is a bug, reported as such.
-		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}
+// The error body and JSON writing are httpapi's, shared by every API.
+var (
+	writeError = httpapi.WriteError
+	writeJSON  = httpapi.WriteJSON
+)

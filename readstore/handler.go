@@ -2,11 +2,10 @@ package readstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/doclog/doclog/internal/httpapi"
 	"math"
 	"net/http"
 	"net/url"
@@ -53,7 +52,7 @@ type Handler struct {
 	logger   *zap.Logger
 	waiter   *waiter
 	m        *metrics
-	tokens   [][sha256.Size]byte
+	bearer   httpapi.Bearer
 	mux      *http.ServeMux
 
 	closeOnce sync.Once
@@ -87,10 +86,8 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		m: newMetrics(reg), closing: make(chan struct{}),
 	}
 	h.waiter = newWaiter(h.progress, cfg.PollInterval, cfg.PollBatch, logger, h.m)
-	for _, t := range cfg.BearerTokens {
-		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
-	}
-	if len(h.tokens) == 0 {
+	h.bearer = httpapi.NewBearer(cfg.BearerTokens)
+	if h.bearer.Off() {
 		logger.Warn("read store authentication is off: no bearer tokens are configured, so anyone who reaches the API can read every document")
 	}
 	mux := http.NewServeMux()
@@ -166,26 +163,7 @@ func (h *Handler) auth(next func(http.ResponseWriter, *http.Request) *APIError) 
 	})
 }
 
-func (h *Handler) checkBearer(r *http.Request) *APIError {
-	if len(h.tokens) == 0 {
-		return nil
-	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Field: "Authorization",
-			Message: "Authorization: a bearer token is required (Authorization: Bearer <token>)"}
-	}
-	given := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	match := 0
-	for i := range h.tokens {
-		match |= subtle.ConstantTimeCompare(given[:], h.tokens[i][:])
-	}
-	if match != 1 {
-		return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Field: "Authorization",
-			Message: "Authorization: the bearer token is not valid"}
-	}
-	return nil
-}
+func (h *Handler) checkBearer(r *http.Request) *APIError { return h.bearer.Check(r) }
 
 // refuse writes an error, logging server-side failures.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, e *APIError) {
