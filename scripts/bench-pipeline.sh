@@ -27,6 +27,17 @@ trap cleanup EXIT
 scripts/pg.sh install
 db=$(scripts/pg.sh start "$work/pg" fsync)
 db=${db#DATABASE_URL=}
+# Statements per operation come from pg_stat_statements, which must be
+# preloaded: set it and restart the cluster once.
+if command -v psql >/dev/null; then
+	psql "$db" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"
+	scripts/pg.sh stop "$work/pg"
+	db=$(scripts/pg.sh start "$work/pg" fsync)
+	db=${db#DATABASE_URL=}
+	psql "$db" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
+else
+	echo "psql not found: statements per operation will be unknown" >&2
+fi
 scripts/kafka.sh install
 seeds=$(scripts/kafka.sh start "$work/kafka")
 seeds=${seeds#TEST_KAFKA_SEEDS=}
@@ -55,8 +66,8 @@ done
 # Medians per mode, one row each, as docs/benchmarks.md tabulates them.
 if command -v jq >/dev/null; then
 	{
-		echo "| mode | ops/s WRITE_READY | ops/s READ_READY | COPY rows/s | ratio READ_READY/COPY | p50 / p99 ms READ_READY | transactions/op | peak RSS MiB |"
-		echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+		echo "| mode | ops/s WRITE_READY | ops/s READ_READY | COPY rows/s | ratio READ_READY/COPY | p50 / p99 ms READ_READY | transactions/op | statements/op | peak RSS MiB |"
+		echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 		for mode in $MODES; do
 			jq -rs --arg mode "$mode" '
 				def median(f): map(f) | sort | .[(length / 2 | floor)];
@@ -64,6 +75,7 @@ if command -v jq >/dev/null; then
 				+ " | \(median(.baseline.rowsPerSec) | round) | \(median(.baseline.ratioReadReady) * 1000 | round / 1000)"
 				+ " | \(median(.readReady.latencyP50Ms) | round) / \(median(.readReady.latencyP99Ms) | round)"
 				+ " | \(median(.postgres.transactionsPerOp) * 100 | round / 100)"
+				+ " | \(median(.postgres.statementsPerOp // -1) * 100 | round / 100)"
 				+ " | \(median(.peakRss[0].peakBytes / 1048576) | round) |"' "$OUT/$mode"-*.json
 		done
 	} | tee "$OUT/summary.md"

@@ -55,23 +55,25 @@ func (a Activity) Sub(b Activity) Activity {
 func Snapshot(ctx context.Context, pool *pgxpool.Pool) (Activity, error) {
 	var a Activity
 	a.Statements = -1
-	var installed bool
+	// The extension's view lives in the schema it was created in, which
+	// need not be on the search path.
+	var schema *string
 	err := pool.QueryRow(ctx, `SELECT xact_commit, xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated, tup_deleted,
-  EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_stat_statements')
+  (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_stat_statements')
 FROM pg_stat_database WHERE datname = current_database()`).Scan(
-		&a.XactCommit, &a.XactRollback, &a.TupReturned, &a.TupFetched, &a.TupInserted, &a.TupUpdated, &a.TupDeleted, &installed)
+		&a.XactCommit, &a.XactRollback, &a.TupReturned, &a.TupFetched, &a.TupInserted, &a.TupUpdated, &a.TupDeleted, &schema)
 	a.Probes = 1
 	if err != nil {
 		return a, fmt.Errorf("reading pg_stat_database: %w", err)
 	}
-	if !installed {
+	if schema == nil {
 		return a, nil
 	}
 	a.Probes++
-	// The extension may be installed but not preloaded, in which case its
-	// view raises: the statement count is then unknown, not an error.
+	// Installed but not preloaded, the view raises: the statement count is
+	// then unknown, not an error.
 	var calls *int64
-	err = pool.QueryRow(ctx, `SELECT sum(calls)::bigint FROM pg_stat_statements
+	err = pool.QueryRow(ctx, `SELECT sum(calls)::bigint FROM `+pgx.Identifier{*schema, "pg_stat_statements"}.Sanitize()+`
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&calls)
 	if err == nil && calls != nil {
 		a.Statements = *calls
