@@ -95,36 +95,16 @@ type CopyResult struct {
 
 // CopyBaseline copies the operations of the given documents — the rows a
 // benchmark run appended — into a scratch table created LIKE operations
-// INCLUDING ALL (same columns, defaults, primary key and indexes), in
-// COPYs of chunk rows, each its own transaction, one after another on one
-// connection. Only the COPYs are timed; reading the rows and creating and
-// dropping the table are not. The scratch table is dropped before
-// returning.
-func CopyBaseline(ctx context.Context, pool *pgxpool.Pool, documentIDs []string, chunk int) (CopyResult, error) {
+// INCLUDING ALL (same columns, defaults, primary key and indexes), in the
+// order they were appended, in COPYs of chunk rows, each its own
+// transaction, one after another on one connection. Only the COPYs are
+// timed: the rows stream from a query on another connection between them,
+// so memory holds one chunk however long the run was. The scratch table is
+// dropped before returning.
+func CopyBaseline(ctx context.Context, pool *pgxpool.Pool, documentIDs []string, chunk int) (res CopyResult, err error) {
 	if chunk <= 0 {
-		return CopyResult{}, errors.New("copy baseline: the chunk size must be positive")
+		return res, errors.New("copy baseline: the chunk size must be positive")
 	}
-	rows, err := pool.Query(ctx, `SELECT `+columnList()+` FROM operations WHERE document_id = ANY($1) ORDER BY ordinal`, documentIDs)
-	if err != nil {
-		return CopyResult{}, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
-	}
-	var data [][]any
-	for rows.Next() {
-		var (
-			doc, scope, branch, opID, jobID, docType, hash, actionID, action string
-			idx, skip, ts                                                    int64
-			version                                                          int32
-		)
-		if err := rows.Scan(&doc, &scope, &branch, &idx, &skip, &opID, &jobID, &docType, &version, &hash, &ts, &actionID, &action); err != nil {
-			rows.Close()
-			return CopyResult{}, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
-		}
-		data = append(data, []any{doc, scope, branch, idx, skip, opID, jobID, docType, version, hash, ts, actionID, action})
-	}
-	if err := rows.Err(); err != nil {
-		return CopyResult{}, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
-	}
-
 	var suffix [6]byte
 	now := time.Now().UnixNano()
 	for i := range suffix {
@@ -133,26 +113,58 @@ func CopyBaseline(ctx context.Context, pool *pgxpool.Pool, documentIDs []string,
 	}
 	table := pgx.Identifier{"bench_copy_" + string(suffix[:])}
 	if _, err := pool.Exec(ctx, `CREATE TABLE `+table.Sanitize()+` (LIKE operations INCLUDING ALL)`); err != nil {
-		return CopyResult{}, fmt.Errorf("copy baseline: creating the scratch table: %w", err)
+		return res, fmt.Errorf("copy baseline: creating the scratch table: %w", err)
 	}
 	defer func() {
 		_, _ = pool.Exec(context.WithoutCancel(ctx), `DROP TABLE IF EXISTS `+table.Sanitize())
 	}()
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return CopyResult{}, fmt.Errorf("copy baseline: acquiring a connection: %w", err)
+		return res, fmt.Errorf("copy baseline: acquiring a connection: %w", err)
 	}
 	defer conn.Release()
-	res := CopyResult{Rows: len(data)}
-	start := time.Now()
-	for from := 0; from < len(data); from += chunk {
-		part := data[from:min(from+chunk, len(data))]
-		if _, err := conn.CopyFrom(ctx, table, copyColumns, pgx.CopyFromRows(part)); err != nil {
-			return res, fmt.Errorf("copy baseline: copying rows %d..%d: %w", from, from+len(part)-1, err)
-		}
-		res.Chunks++
+
+	rows, err := pool.Query(ctx, `SELECT `+columnList()+` FROM operations WHERE document_id = ANY($1) ORDER BY ordinal`, documentIDs)
+	if err != nil {
+		return res, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
 	}
-	res.Elapsed = time.Since(start)
+	defer rows.Close()
+	buf := make([][]any, 0, chunk)
+	flush := func() error {
+		start := time.Now()
+		if _, err := conn.CopyFrom(ctx, table, copyColumns, pgx.CopyFromRows(buf)); err != nil {
+			return fmt.Errorf("copy baseline: copying rows %d..%d: %w", res.Rows, res.Rows+len(buf)-1, err)
+		}
+		res.Elapsed += time.Since(start)
+		res.Rows += len(buf)
+		res.Chunks++
+		buf = buf[:0]
+		return nil
+	}
+	for rows.Next() {
+		var (
+			doc, scope, branch, opID, jobID, docType, hash, actionID, action string
+			idx, skip, ts                                                    int64
+			version                                                          int32
+		)
+		if err := rows.Scan(&doc, &scope, &branch, &idx, &skip, &opID, &jobID, &docType, &version, &hash, &ts, &actionID, &action); err != nil {
+			return res, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
+		}
+		buf = append(buf, []any{doc, scope, branch, idx, skip, opID, jobID, docType, version, hash, ts, actionID, action})
+		if len(buf) == chunk {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("copy baseline: reading the run's operations: %w", err)
+	}
+	if len(buf) > 0 {
+		if err := flush(); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 
