@@ -108,3 +108,11 @@ func TestPeakRSS(t *testing.T) {
 	_, ok := vmHWM("no-such-process")
 	require.False(t, ok)
 }
+
+func TestProcessLabel(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "doclog serve --roles=executor", processLabel([]string{"/usr/bin/doclog", "serve", "--roles=executor", "--log-level", "warn"}))
+	require.Equal(t, "doclog serve --roles=ingest,projectors", processLabel([]string{"doclog", "serve", "--roles", "ingest,projectors"}))
+	require.Equal(t, "doclog dev", processLabel([]string{"doclog", "dev"}))
+	require.Equal(t, "doclog", processLabel([]string{"doclog"}))
+}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,10 +44,27 @@ func doclogRSS() []ProcessRSS {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
-		out = append(out, ProcessRSS{PID: pid, Name: "doclog", PeakBytes: peak,
-			Command: strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))})
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		out = append(out, ProcessRSS{PID: pid, Name: processLabel(args), PeakBytes: peak, Command: strings.Join(args, " ")})
 	}
 	return out
+}
+
+// processLabel names a doclog process by its command and roles, e.g.
+// "doclog serve --roles=executor", so separate roles read apart.
+func processLabel(args []string) string {
+	label := "doclog"
+	for i, a := range args {
+		switch {
+		case i == 1 && !strings.HasPrefix(a, "-"):
+			label += " " + a
+		case strings.HasPrefix(a, "--roles="):
+			label += " " + a
+		case a == "--roles" && i+1 < len(args):
+			label += " --roles=" + args[i+1]
+		}
+	}
+	return label
 }
 
 // vmHWM reads the peak resident set of /proc/<pid>/status, in bytes.
