@@ -42,10 +42,12 @@ type embedded struct {
 	kcfg     kafka.Config
 	logger   *zap.Logger
 
-	stops  []func()
-	wg     sync.WaitGroup
-	failed chan error
-	once   sync.Once
+	stops    []func()
+	wg       sync.WaitGroup
+	failed   chan error
+	errMu    sync.Mutex
+	firstErr error
+	once     sync.Once
 }
 
 // startEmbedded migrates the database, creates topics under a fresh prefix
@@ -135,14 +137,18 @@ func (e *embedded) stop() {
 	})
 }
 
-// err returns a role's failure, if one has ended.
+// err returns the first role failure, if a role has ended; it keeps
+// returning it, so every phase of the run sees it.
 func (e *embedded) err() error {
-	select {
-	case err := <-e.failed:
-		return err
-	default:
-		return nil
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	if e.firstErr == nil {
+		select {
+		case e.firstErr = <-e.failed:
+		default:
+		}
 	}
+	return e.firstErr
 }
 
 // viewReadiness derives READ_READY for the ingest API from the document
