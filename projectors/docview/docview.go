@@ -37,19 +37,30 @@ func Migrations() pgproj.MigrationSet {
 }
 
 // Projector writes the document view. It follows every scope.
-type Projector struct{}
+type Projector struct {
+	// Generation names a copy of the tables being rebuilt (Rebuild); ""
+	// is the live tables readers query.
+	Generation string
+}
 
-var _ projectors.Projector = Projector{}
+var _ projectors.Generational = Projector{}
 
-// Name implements projectors.Projector.
-func (Projector) Name() string { return Name }
+// Name implements projectors.Projector: "docview", or "docview_<gen>" for
+// a generation being rebuilt.
+func (p Projector) Name() string { return projectors.GenerationName(Name, p.Generation) }
+
+// Tables implements projectors.Generational.
+func (Projector) Tables() []string { return []string{"document_snapshots", "slug_mappings"} }
+
+// WithGeneration implements projectors.Generational.
+func (Projector) WithGeneration(gen string) projectors.Projector { return Projector{Generation: gen} }
 
 // Follows implements projectors.Projector: the view keeps every scope.
 func (Projector) Follows(string) bool { return true }
 
 // Apply implements projectors.Projector: it upserts one snapshot row per
 // changed stream (only over a lower last index) and moves slugs.
-func (Projector) Apply(ctx context.Context, t projectors.Tx, changes []projectors.Change) error {
+func (p Projector) Apply(ctx context.Context, t projectors.Tx, changes []projectors.Change) error {
 	tx, err := pgproj.Conn(t)
 	if err != nil {
 		return err
@@ -79,11 +90,11 @@ func (Projector) Apply(ctx context.Context, t projectors.Tx, changes []projector
 		if info.IsDeleted {
 			deletedAt[i] = &info.DeletedAtUtcMs
 		}
-		if err := moveSlug(ctx, tx, c.Stream, info, c.Head.LastIndex); err != nil {
+		if err := moveSlug(ctx, tx, projectors.GenerationName("slug_mappings", p.Generation), c.Stream, info, c.Head.LastIndex); err != nil {
 			return err
 		}
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO document_snapshots AS s (document_id, branch, scope, document_type, model_version, state, last_index, last_hash,
+	_, err = tx.Exec(ctx, `INSERT INTO `+projectors.GenerationName("document_snapshots", p.Generation)+` AS s (document_id, branch, scope, document_type, model_version, state, last_index, last_hash,
   last_modified_utc_ms, name, slug, created_at_utc_ms, is_deleted, deleted_at_utc_ms)
 SELECT d, b, sc, ty, v, st::json, i, h, m, nm, sl, cr, del, da
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
@@ -105,18 +116,18 @@ WHERE s.last_index < EXCLUDED.last_index`,
 // deleted document keeps every slug it holds (never resurrected); a live one
 // releases the slugs it no longer has and claims its slug unless another
 // document holds it (never taken).
-func moveSlug(ctx context.Context, tx pgx.Tx, k oplog.StreamKey, info model.DocumentInfo, index int64) error {
+func moveSlug(ctx context.Context, tx pgx.Tx, table string, k oplog.StreamKey, info model.DocumentInfo, index int64) error {
 	if info.IsDeleted {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM slug_mappings WHERE document_id = $1 AND branch = $2 AND slug <> $3`,
+	if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE document_id = $1 AND branch = $2 AND slug <> $3`,
 		k.DocumentID, k.Branch, info.Slug); err != nil {
 		return fmt.Errorf("docview: release slugs of %s: %w", k.DocumentID, err)
 	}
 	if info.Slug == "" {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO slug_mappings (slug, branch, document_id, claimed_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+	if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (slug, branch, document_id, claimed_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
 		info.Slug, k.Branch, k.DocumentID, index); err != nil {
 		return fmt.Errorf("docview: claim slug %q for %s: %w", info.Slug, k.DocumentID, err)
 	}

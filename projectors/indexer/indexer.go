@@ -36,12 +36,23 @@ func Migrations() pgproj.MigrationSet {
 }
 
 // Projector writes the relationship index.
-type Projector struct{}
+type Projector struct {
+	// Generation names a copy of the tables being rebuilt (Rebuild); ""
+	// is the live tables readers query.
+	Generation string
+}
 
-var _ projectors.Projector = Projector{}
+var _ projectors.Generational = Projector{}
 
-// Name implements projectors.Projector.
-func (Projector) Name() string { return Name }
+// Name implements projectors.Projector: "indexer", or "indexer_<gen>" for
+// a generation being rebuilt.
+func (p Projector) Name() string { return projectors.GenerationName(Name, p.Generation) }
+
+// Tables implements projectors.Generational.
+func (Projector) Tables() []string { return []string{"documents", "document_relationships"} }
+
+// WithGeneration implements projectors.Generational.
+func (Projector) WithGeneration(gen string) projectors.Projector { return Projector{Generation: gen} }
 
 // Follows implements projectors.Projector: only the document scope holds
 // what the index keeps.
@@ -51,7 +62,7 @@ func (Projector) Follows(scope string) bool { return scope == oplog.ScopeDocumen
 // are set to those of its verified state, so the table equals a replay
 // whatever was applied before; a link keeps the index of the operation that
 // first added it.
-func (Projector) Apply(ctx context.Context, t projectors.Tx, changes []projectors.Change) error {
+func (p Projector) Apply(ctx context.Context, t projectors.Tx, changes []projectors.Change) error {
 	tx, err := pgproj.Conn(t)
 	if err != nil {
 		return err
@@ -66,7 +77,7 @@ func (Projector) Apply(ctx context.Context, t projectors.Tx, changes []projector
 		if info.IsDeleted {
 			deletedAt = &info.DeletedAtUtcMs
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO documents AS d (document_id, branch, document_type, created_at_utc_ms, is_deleted, deleted_at_utc_ms, last_index)
+		tag, err := tx.Exec(ctx, `INSERT INTO `+projectors.GenerationName("documents", p.Generation)+` AS d (document_id, branch, document_type, created_at_utc_ms, is_deleted, deleted_at_utc_ms, last_index)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (document_id, branch) DO UPDATE SET document_type = EXCLUDED.document_type, created_at_utc_ms = EXCLUDED.created_at_utc_ms,
   is_deleted = EXCLUDED.is_deleted, deleted_at_utc_ms = EXCLUDED.deleted_at_utc_ms, last_index = EXCLUDED.last_index, updated_at = now()
@@ -78,14 +89,14 @@ WHERE d.last_index < EXCLUDED.last_index`,
 		if tag.RowsAffected() == 0 {
 			continue // already at or past this index
 		}
-		if err := setRelationships(ctx, tx, c, info.Relationships); err != nil {
+		if err := setRelationships(ctx, tx, projectors.GenerationName("document_relationships", p.Generation), c, info.Relationships); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func setRelationships(ctx context.Context, tx pgx.Tx, c *projectors.Change, rels []model.Relationship) error {
+func setRelationships(ctx context.Context, tx pgx.Tx, table string, c *projectors.Change, rels []model.Relationship) error {
 	n := len(rels)
 	types, targets, metas := make([]string, n), make([]string, n), make([]*string, n)
 	since := make([]int64, n)
@@ -101,7 +112,7 @@ func setRelationships(ctx context.Context, tx pgx.Tx, c *projectors.Change, rels
 		}
 	}
 	k := c.Stream
-	if _, err := tx.Exec(ctx, `DELETE FROM document_relationships r WHERE r.source_id = $1 AND r.branch = $2
+	if _, err := tx.Exec(ctx, `DELETE FROM `+table+` r WHERE r.source_id = $1 AND r.branch = $2
 AND NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[]) AS u(ty, t) WHERE u.ty = r.type AND u.t = r.target_id)`,
 		k.DocumentID, k.Branch, types, targets); err != nil {
 		return fmt.Errorf("indexer: remove relationships of %s: %w", k.DocumentID, err)
@@ -109,7 +120,7 @@ AND NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[]) AS u(ty, t) WHERE u
 	if n == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO document_relationships (source_id, branch, type, target_id, metadata, since_index)
+	if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (source_id, branch, type, target_id, metadata, since_index)
 SELECT $1, $2, ty, t, m::json, s FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[]) AS u(ty, t, m, s)
 ON CONFLICT (source_id, branch, type, target_id) DO UPDATE SET metadata = EXCLUDED.metadata, since_index = EXCLUDED.since_index
 WHERE EXCLUDED.since_index > $7`, k.DocumentID, k.Branch, types, targets, metas, since, c.From); err != nil {

@@ -276,7 +276,7 @@ func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...op
 // Random runs a random workload: n documents of doclog/drive and
 // doclog/json, then jobs random mutations (model actions, names, slugs,
 // relationships between the documents, a few deletions). It returns every
-// job's record in commit order.
+// job's record in commit order, fewer jobs when every document got deleted.
 func (w *Workload) Random(prefix string, n, jobs int) []*record.WriteReady {
 	w.env.T.Helper()
 	var out []*record.WriteReady
@@ -293,6 +293,9 @@ func (w *Workload) Random(prefix string, n, jobs int) []*record.WriteReady {
 	for len(out) < n+jobs {
 		d := docs[w.rng.IntN(len(docs))]
 		if d.Deleted {
+			if !slices.ContainsFunc(docs, func(d *Doc) bool { return !d.Deleted }) {
+				break // every document is deleted: nothing can change any more
+			}
 			continue
 		}
 		rec, err := w.Job(d, w.randomActions(d, docs)...)

@@ -1,0 +1,159 @@
+package projectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Generational is a projector whose tables can be rebuilt without downtime:
+// a new generation is written to copies of its tables, then swapped in.
+type Generational interface {
+	Projector
+	// Tables lists the projection's tables by their live names.
+	Tables() []string
+	// WithGeneration returns the projector writing generation gen: the
+	// tables GenerationName(table, gen), under the name
+	// GenerationName(Name(), gen).
+	WithGeneration(gen string) Projector
+}
+
+// GenerationName is name for the live generation (gen "") and name_gen for
+// another.
+func GenerationName(name, gen string) string {
+	if gen == "" {
+		return name
+	}
+	return name + "_" + gen
+}
+
+// GenerationStore is a Store that can hold a second generation of a
+// projector's tables and swap it in.
+type GenerationStore interface {
+	Store
+	// PrepareGeneration creates empty copies of the tables for gen (the
+	// live tables' columns, keys and indexes), clears any state kept under
+	// the projector name build, and seeds build's checkpoints with seed.
+	PrepareGeneration(ctx context.Context, build string, tables []string, gen string, seed []Checkpoint) error
+	// SwitchGeneration swaps gen's tables in for the live ones, and build's
+	// stream heads and quarantines in for live's, in one transaction that
+	// holds every live checkpoint (so no live batch commits meanwhile) and
+	// fences build's runner. It does nothing and returns false while some
+	// partition of build's checkpoints is behind live's. The live tables
+	// are renamed GenerationName(table, gen+"_old").
+	SwitchGeneration(ctx context.Context, live, build string, tables []string, gen string) (bool, error)
+	// DropGeneration drops gen's tables and the state kept under build.
+	DropGeneration(ctx context.Context, build string, tables []string, gen string) error
+}
+
+// RebuildReport is what a rebuild did.
+type RebuildReport struct {
+	Generation string
+	// Built is the pass that built the generation from the log.
+	Built ReconcileReport
+	// CatchUp is how long the generation took to reach the live
+	// projector's checkpoints after it was built.
+	CatchUp time.Duration
+}
+
+// Rebuild rebuilds the projection of cfg.Projector (a Generational over a
+// GenerationStore) while the live projector keeps serving and writing:
+//
+//  1. record the live checkpoints;
+//  2. build a new generation of the tables from the log (every stream of
+//     every document, verified like any batch);
+//  3. catch it up from the write-ready topic from the recorded offsets,
+//     with a runner of its own (group cfg.Group + "_" + generation);
+//  4. once its checkpoints have reached the live ones, swap its tables and
+//     stream heads in atomically: readers query the same table names
+//     before and after and never see a half-built generation;
+//  5. drop the old generation.
+//
+// The live runner goes on over the new tables: its checkpoints are kept,
+// and whatever it receives that the new generation already holds is
+// skipped by the per-stream guard. The admin CLI calls it; ctx bounds it.
+func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return RebuildReport{}, err
+	}
+	p, ok := cfg.Projector.(Generational)
+	if !ok {
+		return RebuildReport{}, fmt.Errorf("rebuild: projector %s cannot be rebuilt in generations", cfg.Projector.Name())
+	}
+	store, ok := cfg.Store.(GenerationStore)
+	if !ok {
+		return RebuildReport{}, fmt.Errorf("rebuild: store %T cannot hold generations", cfg.Store)
+	}
+	live := p.Name()
+	gen := "g" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	rep := RebuildReport{Generation: gen}
+	build := p.WithGeneration(gen)
+	tables := p.Tables()
+	logger := cfg.Logger.With(zap.String("projector", live), zap.String("generation", gen))
+
+	seed, err := store.Checkpoints(ctx, live)
+	if err != nil {
+		return rep, fmt.Errorf("rebuild %s: record the live offsets: %w", live, err)
+	}
+	if err := store.PrepareGeneration(ctx, build.Name(), tables, gen, seed); err != nil {
+		return rep, fmt.Errorf("rebuild %s: %w", live, err)
+	}
+	switched := false
+	defer func() {
+		if switched {
+			return
+		}
+		// A fresh context: the half-built generation goes even when ctx
+		// ended.
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := store.DropGeneration(dctx, build.Name(), tables, gen); err != nil {
+			logger.Error("drop an abandoned generation", zap.Error(err))
+		}
+	}()
+
+	bcfg := cfg
+	bcfg.Projector = build
+	bcfg.Group = cfg.Group + "_" + gen
+	bcfg.ReconcileInterval = -1
+	r, err := New(bcfg)
+	if err != nil {
+		return rep, fmt.Errorf("rebuild %s: %w", live, err)
+	}
+	defer r.Close()
+	logger.Info("rebuild: building from the log", zap.Int("partitions", len(seed)))
+	if rep.Built, err = r.Reconcile(ctx); err != nil {
+		return rep, fmt.Errorf("rebuild %s: build from the log: %w", live, err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = r.Run(runCtx) }()
+
+	start := time.Now()
+	err = Wait(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		ok, err := store.SwitchGeneration(ctx, live, build.Name(), tables, gen)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			// A switch that failed rolled back; it is tried again.
+			logger.Warn("rebuild: switch generations", zap.Error(err))
+			return false, nil
+		}
+		return ok, err
+	})
+	if err != nil {
+		return rep, fmt.Errorf("rebuild %s: catch up and switch: %w", live, err)
+	}
+	switched = true
+	rep.CatchUp = time.Since(start)
+	stop()
+	r.Close()
+	if err := store.DropGeneration(ctx, build.Name(), tables, gen+"_old"); err != nil {
+		return rep, fmt.Errorf("rebuild %s: drop the old generation: %w", live, err)
+	}
+	logger.Info("rebuild: switched", zap.Duration("catch_up", rep.CatchUp), zap.Int("healed", rep.Built.Healed))
+	return rep, nil
+}
