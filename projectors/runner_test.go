@@ -3,6 +3,7 @@ package projectors_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -300,4 +301,30 @@ func TestRebalanceMovesPartitionsWithoutLossOrDoubleApply(t *testing.T) {
 	for _, c := range cps {
 		require.GreaterOrEqual(t, c.Epoch, int64(2), "partition %d was assigned twice at least", c.Partition)
 	}
+}
+
+// A batch that fails for a reason other than its records (here the
+// projection's table is missing, as when the database is unreachable) is
+// retried, never skipped, and the runner reports it until it goes through.
+func TestFailingBatchIsRetriedAndReported(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.Pool.Exec(ctx, `ALTER TABLE document_snapshots RENAME TO document_snapshots_away`)
+	require.NoError(t, err)
+	r := b.Start(b.Config(docview.Projector{}, "docview"))
+	b.Publish(b.NewWorkload(10).Random("fail", 5, 10)...)
+	b.Eventually(func() bool {
+		err := r.Ready()
+		return err != nil && strings.Contains(err.Error(), "document_snapshots")
+	}, 60*time.Second, "the failing batch was not reported")
+	require.Zero(t, b.checkpointed(t, docview.Name), "a failing batch moved a checkpoint")
+
+	_, err = b.Pool.Exec(ctx, `ALTER TABLE document_snapshots_away RENAME TO document_snapshots`)
+	require.NoError(t, err)
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	b.waitCaughtUp(t, want, false)
+	b.requireViewEqualsReplay(t, want)
+	b.Eventually(func() bool { return r.Ready() == nil }, 30*time.Second, "the runner did not recover")
 }
