@@ -328,3 +328,21 @@ func TestFailingBatchIsRetriedAndReported(t *testing.T) {
 	b.requireViewEqualsReplay(t, want)
 	b.Eventually(func() bool { return r.Ready() == nil }, 30*time.Second, "the runner did not recover")
 }
+
+// With every record lost, the periodic reconciler alone brings both
+// projections to the log.
+func TestPeriodicReconcilerHealsWithoutAnyRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.NewWorkload(11).Random("silent", 15, 40) // appended, never announced
+	for _, p := range []projectors.Projector{docview.Projector{}, indexer.Projector{}} {
+		cfg := b.Config(p, p.Name())
+		cfg.ReconcileInterval = 100 * time.Millisecond
+		b.Start(cfg)
+	}
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	b.waitCaughtUp(t, want, true)
+	b.requireViewEqualsReplay(t, want)
+	b.requireIndexEqualsReplay(t, want)
+}
