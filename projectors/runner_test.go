@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/executor/model/drive"
 	"github.com/doclog/doclog/executor/model/jsondoc"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/projectors"
@@ -345,4 +346,52 @@ func TestPeriodicReconcilerHealsWithoutAnyRecord(t *testing.T) {
 	b.waitCaughtUp(t, want, true)
 	b.requireViewEqualsReplay(t, want)
 	b.requireIndexEqualsReplay(t, want)
+}
+
+// An operation the projector cannot apply (its model is unknown to this
+// process) quarantines the stream; once the model is registered and the
+// quarantine released, the reconciler heals the stream from the log.
+func TestUnknownModelQuarantinesUntilReleased(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	recs := b.NewWorkload(12).Random("m", 6, 20)
+	reg, err := model.NewRegistry(drive.Model()) // no doclog/json
+	require.NoError(t, err)
+	cfg := b.Config(docview.Projector{}, "docview")
+	cfg.Registry = reg
+	r := b.Start(cfg)
+	b.Publish(recs...)
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	var jsonStreams int
+	for k, st := range want {
+		if st.DocumentType == jsondoc.DocumentType && k.Scope != oplog.ScopeDocument {
+			jsonStreams++
+		}
+	}
+	require.Positive(t, jsonStreams)
+	b.Eventually(func() bool {
+		qs, err := b.Store.Quarantines(ctx, docview.Name)
+		require.NoError(t, err)
+		return len(qs) == jsonStreams
+	}, 60*time.Second, "every doclog/json model stream was not quarantined")
+	qs, err := b.Store.Quarantines(ctx, docview.Name)
+	require.NoError(t, err)
+	for _, q := range qs {
+		require.Equal(t, model.NameModelNotFound, q.ErrorName, "%s", q.Stream)
+	}
+
+	require.NoError(t, reg.Register(jsondoc.Model()))
+	for _, q := range qs {
+		released, err := b.Store.Release(ctx, docview.Name, q.Stream)
+		require.NoError(t, err)
+		require.True(t, released)
+	}
+	rep, err := r.Reconcile(ctx)
+	require.NoError(t, err)
+	require.Equal(t, jsonStreams, rep.Behind)
+	require.Zero(t, rep.Quarantined)
+	require.True(t, b.caughtUp(t, want, false))
+	b.requireViewEqualsReplay(t, want)
 }
