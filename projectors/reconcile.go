@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
 )
 
@@ -16,6 +17,9 @@ type ReconcileReport struct {
 	Behind    int // streams whose log head was past the projection's
 	Healed    int // operations applied from the log
 	Waiting   int // behind streams left alone because they are quarantined
+	// Released counts quarantines lifted because the model they lacked is
+	// registered now.
+	Released int
 	// Quarantined is the number of quarantined streams after the pass.
 	Quarantined int
 }
@@ -59,6 +63,9 @@ func (r *Runner) Reconcile(ctx context.Context) (ReconcileReport, error) {
 
 func (r *Runner) reconcile(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
+	if err := r.releaseKnownModels(ctx, &rep); err != nil {
+		return rep, err
+	}
 	cursor := ""
 	for {
 		page, err := r.cfg.Log.ListDocuments(ctx, cursor, r.cfg.ReconcilePageSize)
@@ -79,6 +86,38 @@ func (r *Runner) reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 	rep.Quarantined = len(qs)
 	return rep, nil
+}
+
+// releaseKnownModels lifts the quarantines of streams whose operation
+// needed a model this process did not know, once the registry has it (a
+// rolling upgrade reached this member); the pass that follows heals them.
+func (r *Runner) releaseKnownModels(ctx context.Context, rep *ReconcileReport) error {
+	qs, err := r.cfg.Store.Quarantines(ctx, r.name)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	for _, q := range qs {
+		if q.ErrorName != model.NameModelNotFound {
+			continue
+		}
+		ops, err := r.cfg.Log.ReadStream(ctx, q.Stream, q.Index, 1)
+		if err != nil {
+			return fmt.Errorf("reconcile: read %s at %d: %w", q.Stream, q.Index, err)
+		}
+		if len(ops) == 0 {
+			continue
+		}
+		if _, err := r.cfg.Registry.Get(ops[0].DocumentType, ops[0].Version); err != nil {
+			continue
+		}
+		if _, err := r.cfg.Store.Release(ctx, r.name, q.Stream); err != nil {
+			return fmt.Errorf("reconcile: %w", err)
+		}
+		rep.Released++
+		r.logger.Info("quarantine released: the model is known now", zap.Stringer("stream", q.Stream),
+			zap.String("document_type", ops[0].DocumentType), zap.Int("version", ops[0].Version))
+	}
+	return nil
 }
 
 func (r *Runner) reconcilePage(ctx context.Context, ids []string, rep *ReconcileReport) error {
