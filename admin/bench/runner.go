@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/admin/bench/pgprobe"
-	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
@@ -64,17 +64,13 @@ func newRunner(ctx context.Context, cfg Config) (_ *runner, err error) {
 			r.close()
 		}
 	}()
-	reg, err := builtin.NewRegistry()
-	if err != nil {
-		return nil, err
-	}
 	if r.store, err = postgres.Open(ctx, withPoolSize(cfg.DatabaseURL, 4)); err != nil {
 		return nil, err
 	}
 	r.view = docview.NewView(r.store.Pool(), nil)
 	ingestURL, jobsTopic := cfg.IngestURL, kafka.TopicNames(cfg.TopicPrefix).Jobs
 	if cfg.Embedded {
-		if r.emb, err = startEmbedded(ctx, cfg, reg); err != nil {
+		if r.emb, err = startEmbedded(ctx, cfg); err != nil {
 			return nil, err
 		}
 		ingestURL, jobsTopic = r.emb.ingestURL(), r.emb.names.Jobs
@@ -448,4 +444,19 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-timer.C:
 		return nil
 	}
+}
+
+// withPoolSize sets pgxpool's pool_max_conns on a URL that does not set it,
+// so the bench's own measuring stays off the roles' connections.
+func withPoolSize(raw string, n int) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return raw // a keyword/value string: leave it to the caller
+	}
+	q := u.Query()
+	if q.Get("pool_max_conns") == "" {
+		q.Set("pool_max_conns", fmt.Sprint(n))
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/localpg"
 )
 
 func newDevCmd(out io.Writer) *cobra.Command {
-	s := &settings{}
+	s := &app.Settings{}
 	var dataDir string
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -46,19 +47,19 @@ live in a temporary directory removed at exit.`,
 				return err
 			}
 
-			if s.databaseURL == "" {
-				s.databaseURL = os.Getenv("DATABASE_URL")
+			if s.DatabaseURL == "" {
+				s.DatabaseURL = os.Getenv("DATABASE_URL")
 			}
-			if s.databaseURL == "" {
+			if s.DatabaseURL == "" {
 				pg, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dataDir, "pg")})
 				if err != nil {
 					return err
 				}
 				defer func() { _ = pg.Stop(context.WithoutCancel(ctx)) }()
-				s.databaseURL = pg.URL()
+				s.DatabaseURL = pg.URL()
 			}
 
-			kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.DefaultNumPartitions(int(s.topics.JobsPartitions))}
+			kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.DefaultNumPartitions(int(s.Topics.JobsPartitions))}
 			if persistent {
 				kopts = append(kopts, kfake.DataDir(filepath.Join(dataDir, "kafka")))
 			}
@@ -67,8 +68,8 @@ live in a temporary directory removed at exit.`,
 				return fmt.Errorf("starting the in-process Kafka: %w", err)
 			}
 			defer cluster.Close()
-			s.kafka.Seeds = cluster.ListenAddrs()
-			s.topics.ReplicationFactor, s.topics.MinInsyncReplicas = 1, 1
+			s.Kafka.Seeds = cluster.ListenAddrs()
+			s.Topics.ReplicationFactor, s.Topics.MinInsyncReplicas = 1, 1
 
 			if err := resolve(cmd, s); err != nil {
 				return err
@@ -78,27 +79,27 @@ live in a temporary directory removed at exit.`,
 				return err
 			}
 			defer func() { _ = logger.Sync() }()
-			a, err := newApp(ctx, s, logger)
+			a, err := app.New(ctx, s, logger)
 			if err != nil {
 				return err
 			}
-			return a.run(ctx, func() {
-				ingestURL := "http://" + localAddr(a.addr(roleIngest))
+			return a.Run(ctx, func() {
+				ingestURL := "http://" + localAddr(a.Addr(app.RoleIngest))
 				fmt.Fprintf(out, "doclog dev is running (data in %s)\n", dataDir)
 				fmt.Fprintf(out, "  ingest     %s\n", ingestURL)
-				if addr := a.addr(roleReadstore); addr != "" {
+				if addr := a.Addr(app.RoleReadstore); addr != "" {
 					fmt.Fprintf(out, "  readstore  http://%s\n", localAddr(addr))
 				}
-				fmt.Fprintf(out, "  ops        http://%s  (/metrics, /readyz, /healthz)\n", localAddr(a.addr("ops")))
-				fmt.Fprintf(out, "  postgres   %s\n", s.databaseURL)
-				fmt.Fprintf(out, "  kafka      %s (in-process)\n", strings.Join(s.kafka.Seeds, ","))
+				fmt.Fprintf(out, "  ops        http://%s  (/metrics, /readyz, /healthz)\n", localAddr(a.Addr("ops")))
+				fmt.Fprintf(out, "  postgres   %s\n", s.DatabaseURL)
+				fmt.Fprintf(out, "  kafka      %s (in-process)\n", strings.Join(s.Kafka.Seeds, ","))
 				fmt.Fprintf(out, "Try:\n  curl -s -X POST %s/v1/documents -H 'Content-Type: application/json' -d '{\"documentType\":\"doclog/json\",\"name\":\"hello\"}'\n", ingestURL)
 				fmt.Fprintf(out, "then follow the statusUrl it returns with ?wait=5s. Ctrl-C stops doclog.\n")
 				logger.Info("doclog dev ready", zap.String("ingest", ingestURL))
 			})
 		},
 	}
-	bindFlags(cmd.Flags(), s)
+	app.BindFlags(cmd.Flags(), s)
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "keep Postgres and Kafka data here between runs (default: a temporary directory)")
 	// Development defaults: everything migrates itself, logs read well in a
 	// terminal, and a few partitions are plenty on one machine.

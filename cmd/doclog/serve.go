@@ -8,12 +8,13 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/telemetry"
 )
 
 func newServeCmd(out io.Writer) *cobra.Command {
-	s := &settings{}
+	s := &app.Settings{}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the given roles against external Postgres, Kafka and (optionally) ClickHouse",
@@ -27,39 +28,39 @@ func newServeCmd(out io.Writer) *cobra.Command {
 				return err
 			}
 			defer func() { _ = logger.Sync() }()
-			a, err := newApp(cmd.Context(), s, logger)
+			a, err := app.New(cmd.Context(), s, logger)
 			if err != nil {
 				return err
 			}
-			return a.run(cmd.Context(), func() {
-				logger.Info("doclog serving", zap.Strings("roles", s.roles), zap.String("ops", a.addr("ops")),
-					zap.String("ingest", a.addr(roleIngest)))
+			return a.Run(cmd.Context(), func() {
+				logger.Info("doclog serving", zap.Strings("roles", s.Roles), zap.String("ops", a.Addr("ops")),
+					zap.String("ingest", a.Addr(app.RoleIngest)))
 			})
 		},
 	}
-	bindFlags(cmd.Flags(), s)
+	app.BindFlags(cmd.Flags(), s)
 	config.AnnotateUsage(cmd.Flags())
 	return cmd
 }
 
 // resolve reads DOCLOG_* (and the conventional DATABASE_URL and
 // CLICKHOUSE_URL) into the flags not given, then validates.
-func resolve(cmd *cobra.Command, s *settings) error {
+func resolve(cmd *cobra.Command, s *app.Settings) error {
 	if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
 		return err
 	}
-	if s.databaseURL == "" {
-		s.databaseURL = os.Getenv("DATABASE_URL")
+	if s.DatabaseURL == "" {
+		s.DatabaseURL = os.Getenv("DATABASE_URL")
 	}
-	if s.clickhouseURL == "" {
-		s.clickhouseURL = os.Getenv("CLICKHOUSE_URL")
+	if s.ClickHouseURL == "" {
+		s.ClickHouseURL = os.Getenv("CLICKHOUSE_URL")
 	}
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return nil
 }
 
-func newLogger(s *settings) (*zap.Logger, error) {
-	return telemetry.NewLogger(telemetry.LogConfig{Level: s.logLevel, Encoding: s.logEncoding})
+func newLogger(s *app.Settings) (*zap.Logger, error) {
+	return telemetry.NewLogger(telemetry.LogConfig{Level: s.LogLevel, Encoding: s.LogEncoding})
 }

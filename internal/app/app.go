@@ -1,4 +1,8 @@
-package main
+// Package app composes doclog's roles into one process: the one Postgres
+// pool every store shares, the Kafka clients, the model registry, metrics and
+// health, and the components of the roles a process runs. `doclog serve`,
+// `doclog dev` and `doclogctl bench --embedded` all run it.
+package app
 
 import (
 	"context"
@@ -41,11 +45,11 @@ type component struct {
 	stop func(ctx context.Context) error
 }
 
-// app is the composition root: it owns the one Postgres pool every store
+// App is the composition root: it owns the one Postgres pool every store
 // shares (which is why it, and not a store, imports pgxpool), the Kafka
 // clients, the registry, the metrics and the components of the roles.
-type app struct {
-	s        *settings
+type App struct {
+	s        *Settings
 	logger   *zap.Logger
 	registry *model.Registry
 	metrics  *prometheus.Registry
@@ -61,7 +65,8 @@ type app struct {
 	mu         sync.Mutex
 }
 
-func newApp(ctx context.Context, s *settings, logger *zap.Logger) (*app, error) {
+// New builds every component of s.Roles; nothing runs until Run.
+func New(ctx context.Context, s *Settings, logger *zap.Logger) (*App, error) {
 	reg, err := builtin.NewRegistry()
 	if err != nil {
 		return nil, err
@@ -70,7 +75,7 @@ func newApp(ctx context.Context, s *settings, logger *zap.Logger) (*app, error) 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{s: s, logger: logger, registry: reg, metrics: telemetry.NewRegistry(), health: health, addrs: map[string]string{}}
+	a := &App{s: s, logger: logger, registry: reg, metrics: telemetry.NewRegistry(), health: health, addrs: map[string]string{}}
 	if err := a.build(ctx); err != nil {
 		a.close()
 		return nil, err
@@ -78,12 +83,12 @@ func newApp(ctx context.Context, s *settings, logger *zap.Logger) (*app, error) 
 	return a, nil
 }
 
-func (a *app) build(ctx context.Context) error {
-	cfg, err := pgxpool.ParseConfig(a.s.databaseURL)
+func (a *App) build(ctx context.Context) error {
+	cfg, err := pgxpool.ParseConfig(a.s.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("parsing the database URL: %w", err)
 	}
-	cfg.MaxConns = a.s.databaseMaxConns
+	cfg.MaxConns = a.s.DatabaseMaxConns
 	if a.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return fmt.Errorf("connecting to Postgres: %w", err)
 	}
@@ -98,53 +103,53 @@ func (a *app) build(ctx context.Context) error {
 	}
 	a.store = postgres.New(a.pool)
 	a.health.AddCheck("postgres", a.store.Ping)
-	if a.s.migrate == "auto" {
+	if a.s.Migrate == "auto" {
 		n, err := admin.MigrateAll(ctx, a.store)
 		if err != nil {
 			return err
 		}
 		a.logger.Info("schema migrated", zap.Int("applied", n))
 	}
-	if a.s.topicsMake && (a.s.runs(roleIngest) || a.s.runs(roleExecutor)) {
+	if a.s.CreateTopics && (a.s.runs(RoleIngest) || a.s.runs(RoleExecutor)) {
 		if err := a.ensureTopics(ctx); err != nil {
 			return err
 		}
 	}
-	if a.s.runs(roleIngest) {
+	if a.s.runs(RoleIngest) {
 		if err := a.buildIngest(); err != nil {
 			return err
 		}
 	}
-	if a.s.runs(roleExecutor) {
+	if a.s.runs(RoleExecutor) {
 		if err := a.buildExecutor(); err != nil {
 			return err
 		}
 	}
-	if a.s.runs(roleProjectors) {
+	if a.s.runs(RoleProjectors) {
 		if err := a.buildProjectors(ctx); err != nil {
 			return err
 		}
 	}
-	if a.s.runs(roleReadstore) {
+	if a.s.runs(RoleReadstore) {
 		if err := a.buildReadstore(); err != nil {
 			return err
 		}
 	}
 	if len(a.groups) > 0 {
-		if err := telemetry.Register(a.metrics, lagmetrics.New(a.s.kafka, a.groups, 0, a.logger)); err != nil {
+		if err := telemetry.Register(a.metrics, lagmetrics.New(a.s.Kafka, a.groups, 0, a.logger)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (a *app) ensureTopics(ctx context.Context) error {
-	cl, err := kafka.NewClient(a.s.kafka, a.logger)
+func (a *App) ensureTopics(ctx context.Context) error {
+	cl, err := kafka.NewClient(a.s.Kafka, a.logger)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	states, err := kafka.EnsureTopics(ctx, cl, a.s.topics)
+	states, err := kafka.EnsureTopics(ctx, cl, a.s.Topics)
 	if err != nil {
 		return fmt.Errorf("ensuring topics: %w", err)
 	}
@@ -156,20 +161,20 @@ func (a *app) ensureTopics(ctx context.Context) error {
 	return nil
 }
 
-func (a *app) names() kafka.Topics { return kafka.TopicNames(a.s.topics.Prefix) }
+func (a *App) names() kafka.Topics { return kafka.TopicNames(a.s.Topics.Prefix) }
 
-func (a *app) buildIngest() error {
-	cl, err := kafka.NewClient(a.s.kafka, a.logger, ingest.ProducerOptions()...)
+func (a *App) buildIngest() error {
+	cl, err := kafka.NewClient(a.s.Kafka, a.logger, ingest.ProducerOptions()...)
 	if err != nil {
 		return err
 	}
 	a.closers = append(a.closers, cl.Close)
 	a.health.AddCheck("kafka", func(ctx context.Context) error { return cl.Ping(ctx) })
 	srv, err := ingest.NewServer(ingest.Config{
-		Addr:          a.s.ingestAddr,
+		Addr:          a.s.IngestAddr,
 		JobsTopic:     a.names().Jobs,
-		BearerTokens:  a.s.authTokens,
-		JobsRetention: a.s.topics.JobsRetention,
+		BearerTokens:  a.s.AuthTokens,
+		JobsRetention: a.s.Topics.JobsRetention,
 	}, ingest.Deps{
 		Producer:  cl,
 		Results:   a.store,
@@ -181,12 +186,12 @@ func (a *app) buildIngest() error {
 		return err
 	}
 	a.add(component{
-		name: roleIngest,
+		name: RoleIngest,
 		run: func(ctx context.Context) error {
 			if err := srv.Start(ctx); err != nil {
 				return err
 			}
-			a.listening(roleIngest, srv.Addr())
+			a.listening(RoleIngest, srv.Addr())
 			<-ctx.Done()
 			return nil
 		},
@@ -195,13 +200,13 @@ func (a *app) buildIngest() error {
 	return nil
 }
 
-func (a *app) buildExecutor() error {
-	group := a.s.topics.Prefix + executor.DefaultGroup
+func (a *App) buildExecutor() error {
+	group := a.s.Topics.Prefix + executor.DefaultGroup
 	a.groups = append(a.groups, group)
 	ex, err := executor.New(executor.Config{
 		Store:    a.store,
 		Registry: a.registry,
-		Kafka:    a.s.kafka,
+		Kafka:    a.s.Kafka,
 		Topics:   a.names(),
 		Group:    group,
 		Logger:   a.logger.Named("executor"),
@@ -211,25 +216,25 @@ func (a *app) buildExecutor() error {
 	}
 	a.health.AddCheck("executor", func(context.Context) error { return ex.Ready() })
 	a.add(component{
-		name: roleExecutor,
+		name: RoleExecutor,
 		run:  ex.Run,
 		stop: func(context.Context) error { ex.Close(); return nil },
 	})
-	if a.s.jobResultsRetention > 0 {
+	if a.s.JobResultsRetention > 0 {
 		a.add(a.janitor())
 	}
 	return nil
 }
 
 // janitor expires job results older than the retention, hourly.
-func (a *app) janitor() component {
+func (a *App) janitor() component {
 	return component{
 		name: "job-results-retention",
 		run: func(ctx context.Context) error {
 			t := time.NewTicker(time.Hour)
 			defer t.Stop()
 			for {
-				n, err := a.store.DeleteJobResultsBefore(ctx, time.Now().Add(-a.s.jobResultsRetention))
+				n, err := a.store.DeleteJobResultsBefore(ctx, time.Now().Add(-a.s.JobResultsRetention))
 				if err != nil && ctx.Err() == nil {
 					a.logger.Warn("expiring job results failed; retrying in an hour", zap.Error(err))
 				} else if n > 0 {
@@ -246,15 +251,15 @@ func (a *app) janitor() component {
 	}
 }
 
-func (a *app) buildProjectors(ctx context.Context) error {
+func (a *App) buildProjectors(ctx context.Context) error {
 	pstore := pgproj.New(a.pool)
-	for _, name := range a.s.projectors {
-		group := a.s.topics.Prefix + projectors.DefaultGroupPrefix + name
+	for _, name := range a.s.Projectors {
+		group := a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name
 		rc := projectors.Config{
 			Store:      pstore,
 			Log:        a.store,
 			Registry:   a.registry,
-			Kafka:      a.s.kafka,
+			Kafka:      a.s.Kafka,
 			Topic:      a.names().WriteReady,
 			Group:      group,
 			Logger:     a.logger.Named("projector." + name),
@@ -266,7 +271,7 @@ func (a *app) buildProjectors(ctx context.Context) error {
 		case "indexer":
 			rc.Projector = indexer.Projector{}
 		case "analytics":
-			cfg, err := analytics.ParseURL(a.s.clickhouseURL)
+			cfg, err := analytics.ParseURL(a.s.ClickHouseURL)
 			if err != nil {
 				return err
 			}
@@ -294,10 +299,10 @@ func (a *app) buildProjectors(ctx context.Context) error {
 	return nil
 }
 
-func (a *app) buildReadstore() error {
+func (a *App) buildReadstore() error {
 	srv, err := readstore.NewServer(readstore.Config{
-		Addr:         a.s.readstoreAddr,
-		BearerTokens: a.s.authTokens,
+		Addr:         a.s.ReadstoreAddr,
+		BearerTokens: a.s.AuthTokens,
 	}, readstore.Deps{
 		Store:      pgread.New(a.pool),
 		Log:        a.store,
@@ -309,12 +314,12 @@ func (a *app) buildReadstore() error {
 		return err
 	}
 	a.add(component{
-		name: roleReadstore,
+		name: RoleReadstore,
 		run: func(ctx context.Context) error {
 			if err := srv.Start(ctx); err != nil {
 				return err
 			}
-			a.listening(roleReadstore, srv.Addr())
+			a.listening(RoleReadstore, srv.Addr())
 			<-ctx.Done()
 			return nil
 		},
@@ -323,9 +328,9 @@ func (a *app) buildReadstore() error {
 	return nil
 }
 
-func (a *app) add(c component) { a.components = append(a.components, c) }
+func (a *App) add(c component) { a.components = append(a.components, c) }
 
-func (a *app) listening(name string, addr net.Addr) {
+func (a *App) listening(name string, addr net.Addr) {
 	if addr == nil {
 		return
 	}
@@ -334,12 +339,12 @@ func (a *app) listening(name string, addr net.Addr) {
 	a.addrs[name] = addr.String()
 }
 
-// run serves the operator endpoints and runs every component until ctx ends
+// Run serves the operator endpoints and runs every component until ctx ends
 // or one fails, then stops them all in reverse order.
-func (a *app) run(ctx context.Context, ready func()) error {
-	ln, err := net.Listen("tcp", a.s.opsAddr)
+func (a *App) Run(ctx context.Context, ready func()) error {
+	ln, err := net.Listen("tcp", a.s.OpsAddr)
 	if err != nil {
-		return fmt.Errorf("listening on %s for /healthz, /readyz and /metrics: %w", a.s.opsAddr, err)
+		return fmt.Errorf("listening on %s for /healthz, /readyz and /metrics: %w", a.s.OpsAddr, err)
 	}
 	a.listening("ops", ln.Addr())
 	ops := &http.Server{Handler: telemetry.NewMux(a.health, a.metrics), ReadHeaderTimeout: 10 * time.Second}
@@ -384,21 +389,23 @@ func (a *app) run(ctx context.Context, ready func()) error {
 	return errors.Join(errs...)
 }
 
-func (a *app) apisBound() bool {
+func (a *App) apisBound() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, ing := a.addrs[roleIngest]
-	_, rs := a.addrs[roleReadstore]
-	return (ing || !a.s.runs(roleIngest)) && (rs || !a.s.runs(roleReadstore))
+	_, ing := a.addrs[RoleIngest]
+	_, rs := a.addrs[RoleReadstore]
+	return (ing || !a.s.runs(RoleIngest)) && (rs || !a.s.runs(RoleReadstore))
 }
 
-func (a *app) addr(name string) string {
+// Addr is where the named listener (ingest, readstore, ops) is bound, "" if
+// it is not (yet).
+func (a *App) Addr(name string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.addrs[name]
 }
 
-func (a *app) close() {
+func (a *App) close() {
 	for _, c := range slices.Backward(a.closers) {
 		c()
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -15,133 +15,135 @@ import (
 
 // The roles a process can run.
 const (
-	roleIngest     = "ingest"
-	roleExecutor   = "executor"
-	roleProjectors = "projectors"
-	roleReadstore  = "readstore"
+	RoleIngest     = "ingest"
+	RoleExecutor   = "executor"
+	RoleProjectors = "projectors"
+	RoleReadstore  = "readstore"
 )
 
-var allRoles = []string{roleIngest, roleExecutor, roleProjectors, roleReadstore}
+var AllRoles = []string{RoleIngest, RoleExecutor, RoleProjectors, RoleReadstore}
 
-// settings is everything `doclog serve` and `doclog dev` are configured with.
+// Settings is everything `doclog serve` and `doclog dev` are configured with.
 // Every field is a flag, and every flag can come from DOCLOG_<FLAG> (see
 // internal/config); the defaults are in bindFlags.
-type settings struct {
-	roles []string
+type Settings struct {
+	Roles []string
 
-	logLevel, logEncoding string
+	LogLevel, LogEncoding string
 
-	httpAddr, ingestAddr, readstoreAddr, opsAddr string
-	authTokens                                   []string
+	HTTPAddr, IngestAddr, ReadstoreAddr, OpsAddr string
+	AuthTokens                                   []string
 
-	databaseURL      string
-	databaseMaxConns int32
-	migrate          string
+	DatabaseURL      string
+	DatabaseMaxConns int32
+	// Migrate is "auto" (apply migrations at start) or "off".
+	Migrate string
 
-	kafka      kafka.Config
-	saslMech   string
-	topics     kafka.TopicsConfig
-	topicsMake bool
+	Kafka         kafka.Config
+	SASLMechanism string
+	Topics        kafka.TopicsConfig
+	CreateTopics  bool
 
-	projectors    []string
-	clickhouseURL string
+	Projectors    []string
+	ClickHouseURL string
 
-	jobResultsRetention time.Duration
+	JobResultsRetention time.Duration
 }
 
-func bindFlags(fs *pflag.FlagSet, s *settings) {
-	fs.StringSliceVar(&s.roles, "roles", allRoles, "roles to run: ingest, executor, projectors, readstore")
-	fs.StringVar(&s.logLevel, "log-level", telemetry.DefaultLogLevel, "least severe log level: debug, info, warn, error")
-	fs.StringVar(&s.logEncoding, "log-encoding", telemetry.DefaultLogEncoding, "log format: json or console")
-	fs.StringVar(&s.httpAddr, "http-addr", "", "API address of a process that serves one API role (overrides --ingest-addr or --readstore-addr)")
-	fs.StringVar(&s.ingestAddr, "ingest-addr", ":8080", "address of the ingest API")
-	fs.StringVar(&s.readstoreAddr, "readstore-addr", ":8081", "address of the readstore API")
-	fs.StringVar(&s.opsAddr, "ops-addr", ":9090", "address of /healthz, /readyz and /metrics")
-	fs.StringSliceVar(&s.authTokens, "auth-tokens", nil, "bearer tokens the APIs accept (none: authentication off)")
-	fs.StringVar(&s.databaseURL, "database-url", "", "Postgres URL (also DATABASE_URL)")
-	fs.Int32Var(&s.databaseMaxConns, "database-max-conns", 20, "Postgres pool size")
-	fs.StringVar(&s.migrate, "migrate", "off", "apply schema migrations at start: auto or off")
-	fs.StringSliceVar(&s.kafka.Seeds, "kafka-seeds", []string{"localhost:9092"}, "Kafka bootstrap brokers")
-	fs.StringVar(&s.kafka.ClientID, "kafka-client-id", "doclog", "Kafka client id")
-	fs.BoolVar(&s.kafka.TLS.Enabled, "kafka-tls-enabled", false, "use TLS to the brokers")
-	fs.StringVar(&s.kafka.TLS.CAFile, "kafka-tls-ca-file", "", "CA bundle for the brokers' certificates")
-	fs.StringVar(&s.kafka.TLS.CertFile, "kafka-tls-cert-file", "", "client certificate")
-	fs.StringVar(&s.kafka.TLS.KeyFile, "kafka-tls-key-file", "", "client key")
-	fs.StringVar(&s.kafka.TLS.ServerName, "kafka-tls-server-name", "", "server name to verify")
-	fs.StringVar(&s.saslMech, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: none)")
-	fs.StringVar(&s.kafka.SASL.Username, "kafka-sasl-username", "", "SASL user")
-	fs.StringVar(&s.kafka.SASL.Password, "kafka-sasl-password", "", "SASL password")
-	fs.BoolVar(&s.topicsMake, "topics-create", true, "create missing topics at start (and refuse a partition mismatch)")
-	fs.StringVar(&s.topics.Prefix, "topics-prefix", "", "prefix of every topic and consumer group name")
-	fs.Int32Var(&s.topics.JobsPartitions, "topics-jobs-partitions", kafka.DefaultJobsPartitions, "partitions of the jobs topic")
-	fs.Int32Var(&s.topics.WriteReadyPartitions, "topics-write-ready-partitions", 0, "partitions of the write-ready topic (default: the jobs topic's)")
-	fs.Int32Var(&s.topics.DeadLetterPartitions, "topics-dead-letter-partitions", kafka.DefaultDeadLetterPartitions, "partitions of the dead-letter topic")
-	fs.Int16Var(&s.topics.ReplicationFactor, "topics-replication-factor", 0, "replication factor (default 3, or the broker count when smaller)")
-	fs.IntVar(&s.topics.MinInsyncReplicas, "topics-min-insync-replicas", kafka.DefaultMinInsyncReplicas, "min.insync.replicas (capped at the replication factor)")
-	fs.DurationVar(&s.topics.JobsRetention, "topics-jobs-retention", kafka.DefaultJobsRetention, "retention of the jobs topic: the longest executor outage survived")
-	fs.DurationVar(&s.topics.WriteReadyRetention, "topics-write-ready-retention", kafka.DefaultWriteReadyRetention, "retention of the write-ready topic")
-	fs.DurationVar(&s.topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
-	fs.StringSliceVar(&s.projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
-	fs.StringVar(&s.clickhouseURL, "clickhouse-url", "", "ClickHouse for the analytics projector, e.g. clickhouse://host:9000/doclog?create_database=true (also CLICKHOUSE_URL)")
-	fs.DurationVar(&s.jobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
+// BindFlags declares every setting as a flag of fs, with its default.
+func BindFlags(fs *pflag.FlagSet, s *Settings) {
+	fs.StringSliceVar(&s.Roles, "roles", AllRoles, "roles to run: ingest, executor, projectors, readstore")
+	fs.StringVar(&s.LogLevel, "log-level", telemetry.DefaultLogLevel, "least severe log level: debug, info, warn, error")
+	fs.StringVar(&s.LogEncoding, "log-encoding", telemetry.DefaultLogEncoding, "log format: json or console")
+	fs.StringVar(&s.HTTPAddr, "http-addr", "", "API address of a process that serves one API role (overrides --ingest-addr or --readstore-addr)")
+	fs.StringVar(&s.IngestAddr, "ingest-addr", ":8080", "address of the ingest API")
+	fs.StringVar(&s.ReadstoreAddr, "readstore-addr", ":8081", "address of the readstore API")
+	fs.StringVar(&s.OpsAddr, "ops-addr", ":9090", "address of /healthz, /readyz and /metrics")
+	fs.StringSliceVar(&s.AuthTokens, "auth-tokens", nil, "bearer tokens the APIs accept (none: authentication off)")
+	fs.StringVar(&s.DatabaseURL, "database-url", "", "Postgres URL (also DATABASE_URL)")
+	fs.Int32Var(&s.DatabaseMaxConns, "database-max-conns", 20, "Postgres pool size")
+	fs.StringVar(&s.Migrate, "migrate", "off", "apply schema migrations at start: auto or off")
+	fs.StringSliceVar(&s.Kafka.Seeds, "kafka-seeds", []string{"localhost:9092"}, "Kafka bootstrap brokers")
+	fs.StringVar(&s.Kafka.ClientID, "kafka-client-id", "doclog", "Kafka client id")
+	fs.BoolVar(&s.Kafka.TLS.Enabled, "kafka-tls-enabled", false, "use TLS to the brokers")
+	fs.StringVar(&s.Kafka.TLS.CAFile, "kafka-tls-ca-file", "", "CA bundle for the brokers' certificates")
+	fs.StringVar(&s.Kafka.TLS.CertFile, "kafka-tls-cert-file", "", "client certificate")
+	fs.StringVar(&s.Kafka.TLS.KeyFile, "kafka-tls-key-file", "", "client key")
+	fs.StringVar(&s.Kafka.TLS.ServerName, "kafka-tls-server-name", "", "server name to verify")
+	fs.StringVar(&s.SASLMechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: none)")
+	fs.StringVar(&s.Kafka.SASL.Username, "kafka-sasl-username", "", "SASL user")
+	fs.StringVar(&s.Kafka.SASL.Password, "kafka-sasl-password", "", "SASL password")
+	fs.BoolVar(&s.CreateTopics, "topics-create", true, "create missing topics at start (and refuse a partition mismatch)")
+	fs.StringVar(&s.Topics.Prefix, "topics-prefix", "", "prefix of every topic and consumer group name")
+	fs.Int32Var(&s.Topics.JobsPartitions, "topics-jobs-partitions", kafka.DefaultJobsPartitions, "partitions of the jobs topic")
+	fs.Int32Var(&s.Topics.WriteReadyPartitions, "topics-write-ready-partitions", 0, "partitions of the write-ready topic (default: the jobs topic's)")
+	fs.Int32Var(&s.Topics.DeadLetterPartitions, "topics-dead-letter-partitions", kafka.DefaultDeadLetterPartitions, "partitions of the dead-letter topic")
+	fs.Int16Var(&s.Topics.ReplicationFactor, "topics-replication-factor", 0, "replication factor (default 3, or the broker count when smaller)")
+	fs.IntVar(&s.Topics.MinInsyncReplicas, "topics-min-insync-replicas", kafka.DefaultMinInsyncReplicas, "min.insync.replicas (capped at the replication factor)")
+	fs.DurationVar(&s.Topics.JobsRetention, "topics-jobs-retention", kafka.DefaultJobsRetention, "retention of the jobs topic: the longest executor outage survived")
+	fs.DurationVar(&s.Topics.WriteReadyRetention, "topics-write-ready-retention", kafka.DefaultWriteReadyRetention, "retention of the write-ready topic")
+	fs.DurationVar(&s.Topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
+	fs.StringSliceVar(&s.Projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
+	fs.StringVar(&s.ClickHouseURL, "clickhouse-url", "", "ClickHouse for the analytics projector, e.g. clickhouse://host:9000/doclog?create_database=true (also CLICKHOUSE_URL)")
+	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
 }
 
-// validate checks the settings and resolves the derived ones.
-func (s *settings) validate() error {
+// Validate checks the settings and resolves the derived ones.
+func (s *Settings) Validate() error {
 	var errs []error
-	for _, r := range s.roles {
-		if !slices.Contains(allRoles, r) {
-			errs = append(errs, fmt.Errorf("unknown role %q: the roles are %s", r, strings.Join(allRoles, ", ")))
+	for _, r := range s.Roles {
+		if !slices.Contains(AllRoles, r) {
+			errs = append(errs, fmt.Errorf("unknown role %q: the roles are %s", r, strings.Join(AllRoles, ", ")))
 		}
 	}
-	if len(s.roles) == 0 {
+	if len(s.Roles) == 0 {
 		errs = append(errs, errors.New("no roles: give --roles"))
 	}
-	if s.httpAddr != "" {
+	if s.HTTPAddr != "" {
 		api := 0
-		for _, r := range s.roles {
-			if r == roleIngest || r == roleReadstore {
+		for _, r := range s.Roles {
+			if r == RoleIngest || r == RoleReadstore {
 				api++
 			}
 		}
 		if api > 1 {
 			errs = append(errs, errors.New("--http-addr names one API address, but both ingest and readstore run: use --ingest-addr and --readstore-addr"))
 		}
-		s.ingestAddr, s.readstoreAddr = s.httpAddr, s.httpAddr
+		s.IngestAddr, s.ReadstoreAddr = s.HTTPAddr, s.HTTPAddr
 	}
-	if s.databaseURL == "" {
+	if s.DatabaseURL == "" {
 		errs = append(errs, errors.New("no database: set --database-url, DOCLOG_DATABASE_URL or DATABASE_URL"))
 	}
-	if s.databaseMaxConns < 2 {
-		errs = append(errs, fmt.Errorf("--database-max-conns must be at least 2, got %d", s.databaseMaxConns))
+	if s.DatabaseMaxConns < 2 {
+		errs = append(errs, fmt.Errorf("--database-max-conns must be at least 2, got %d", s.DatabaseMaxConns))
 	}
-	if s.migrate != "auto" && s.migrate != "off" {
-		errs = append(errs, fmt.Errorf("--migrate must be auto or off, not %q", s.migrate))
+	if s.Migrate != "auto" && s.Migrate != "off" {
+		errs = append(errs, fmt.Errorf("--migrate must be auto or off, not %q", s.Migrate))
 	}
-	if s.saslMech != "" {
-		s.kafka.SASL.Mechanism = kafka.SASLMechanism(strings.ToUpper(s.saslMech))
+	if s.SASLMechanism != "" {
+		s.Kafka.SASL.Mechanism = kafka.SASLMechanism(strings.ToUpper(s.SASLMechanism))
 	}
-	if err := s.kafka.WithDefaults().Validate(); err != nil {
+	if err := s.Kafka.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := s.topics.WithDefaults().Validate(); err != nil {
+	if err := s.Topics.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	for _, p := range s.projectors {
+	for _, p := range s.Projectors {
 		if p != "docview" && p != "indexer" && p != "analytics" {
 			errs = append(errs, fmt.Errorf("unknown projector %q: the projectors are docview, indexer, analytics", p))
 		}
 	}
-	if s.clickhouseURL != "" && !slices.Contains(s.projectors, "analytics") {
-		s.projectors = append(s.projectors, "analytics")
+	if s.ClickHouseURL != "" && !slices.Contains(s.Projectors, "analytics") {
+		s.Projectors = append(s.Projectors, "analytics")
 	}
-	if slices.Contains(s.projectors, "analytics") && s.clickhouseURL == "" {
+	if slices.Contains(s.Projectors, "analytics") && s.ClickHouseURL == "" {
 		errs = append(errs, errors.New("the analytics projector needs --clickhouse-url"))
 	}
-	if s.jobResultsRetention < 0 {
-		errs = append(errs, fmt.Errorf("--retention-job-results must not be negative, got %s", s.jobResultsRetention))
+	if s.JobResultsRetention < 0 {
+		errs = append(errs, fmt.Errorf("--retention-job-results must not be negative, got %s", s.JobResultsRetention))
 	}
 	return errors.Join(errs...)
 }
 
-func (s *settings) runs(role string) bool { return slices.Contains(s.roles, role) }
+func (s *Settings) runs(role string) bool { return slices.Contains(s.Roles, role) }
