@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jedib0t/go-pretty/v6/progress"
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/spf13/cobra"
+
+	"github.com/doclog/doclog/admin"
+	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/projectors"
+)
+
+func newProjectorCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "projector", Short: "Projectors: checkpoints, quarantines, lag and rebuilds"}
+	names := admin.KnownProjectors
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Each projector's group, checkpoints (offset and epoch per partition) and quarantined streams",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
+				st, err := admin.ListProjectors(ctx, s, g.topicPrefix, names)
+				if err != nil {
+					return err
+				}
+				return g.render(st, func(t table.Writer) {
+					t.AppendHeader(table.Row{"projector", "group", "partitions", "offsets", "epochs", "quarantined"})
+					for _, p := range st {
+						var sum, maxEpoch int64
+						for _, c := range p.Checkpoints {
+							sum += max(c.NextOffset, 0)
+							maxEpoch = max(maxEpoch, c.Epoch)
+						}
+						t.AppendRow(table.Row{p.Name, p.Group, len(p.Checkpoints), sum, maxEpoch, len(p.Quarantines)})
+					}
+					for _, p := range st {
+						for _, q := range p.Quarantines {
+							t.AppendFooter(table.Row{p.Name, "quarantined", q.Stream.String(), q.Index, q.ErrorName, abbreviate(q.Reason, 60)})
+						}
+					}
+				})
+			})
+		},
+	}
+	lag := &cobra.Command{
+		Use:   "lag",
+		Short: "Each projector group's lag per write-ready partition, in records and seconds",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := g.withTimeout(cmd.Context())
+			defer cancel()
+			groups := make([]string, len(names))
+			for i, n := range names {
+				groups[i] = g.topicPrefix + projectors.DefaultGroupPrefix + n
+			}
+			lags, err := admin.ConsumerLag(ctx, g.kafka(), groups...)
+			if err != nil {
+				return err
+			}
+			if lags == nil {
+				lags = []admin.PartitionLag{}
+			}
+			return g.render(lags, func(t table.Writer) {
+				t.AppendHeader(table.Row{"group", "partition", "committed", "end", "lag", "lag (s)", "member"})
+				for _, l := range lags {
+					t.AppendRow(table.Row{l.Group, l.Partition, l.Committed, l.End, l.Lag, fmt.Sprintf("%.1f", l.LagSeconds), l.Member})
+				}
+			})
+		},
+	}
+	var showProgress bool
+	rebuild := &cobra.Command{
+		Use:   "rebuild NAME",
+		Short: "Rebuild a Postgres projector's tables without downtime (build from the log, catch up, switch atomically)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
+				reg, err := g.registry()
+				if err != nil {
+					return err
+				}
+				stop := g.spinner(showProgress, "rebuilding "+args[0])
+				rep, err := admin.RebuildProjector(ctx, s, reg, g.kafka(), g.topicPrefix, args[0], nil)
+				stop()
+				if err != nil {
+					return err
+				}
+				return g.render(rep, func(t table.Writer) {
+					t.AppendHeader(table.Row{"generation", "documents", "operations applied", "quarantined", "catch-up"})
+					t.AppendRow(table.Row{rep.Generation, rep.Built.Documents, rep.Built.Healed, rep.Built.Quarantined, rep.CatchUp.Round(time.Millisecond)})
+				})
+			})
+		},
+	}
+	rebuild.Flags().BoolVar(&showProgress, "progress", false, "show a progress indicator on standard error")
+	cmd.AddCommand(list, lag, rebuild)
+	return cmd
+}
+
+// spinner shows an indeterminate progress indicator on standard error while
+// long work runs, when asked; the returned func ends it.
+func (g *globals) spinner(on bool, message string) func() {
+	if !on {
+		return func() {}
+	}
+	pw := progress.NewWriter()
+	pw.SetOutputWriter(g.errOut)
+	pw.SetUpdateFrequency(200 * time.Millisecond)
+	tracker := &progress.Tracker{Message: message, Total: 0, Units: progress.UnitsDefault}
+	pw.AppendTracker(tracker)
+	go pw.Render()
+	return func() {
+		tracker.MarkAsDone()
+		for pw.IsRenderInProgress() && pw.LengthActive() > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		pw.Stop()
+	}
+}
