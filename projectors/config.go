@@ -53,9 +53,10 @@ type Config struct {
 	// of a poll is one batch transaction. Default 500.
 	MaxPollRecords int
 	// ReconcileInterval is how often the reconciler compares the log's
-	// stream heads with the projection. It is what heals a lost last record
-	// of a document, which no later record reveals. Default 30s; negative
-	// disables it (tests that want a deterministic pass call Reconcile).
+	// stream heads with the projection (a first pass runs when Run starts).
+	// It is what heals a lost last record of a document, which no later
+	// record reveals. Default 30s; negative disables it (tests that want a
+	// deterministic pass call Reconcile).
 	ReconcileInterval time.Duration
 	// ReconcilePageSize is how many documents one reconciler step compares.
 	// Default 500.

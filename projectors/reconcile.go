@@ -24,18 +24,21 @@ type ReconcileReport struct {
 	Quarantined int
 }
 
+// reconcileLoop runs a pass at start (what was lost while the projector was
+// down is healed without waiting an interval, and the quarantine gauge is
+// set) and then every ReconcileInterval.
 func (r *Runner) reconcileLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.ReconcileInterval)
 	defer t.Stop()
 	for {
+		if _, err := r.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			r.m.errors.WithLabelValues(r.name, "reconcile").Inc()
+			r.logger.Error("reconcile", zap.Error(err))
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		if _, err := r.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			r.m.errors.WithLabelValues(r.name, "reconcile").Inc()
-			r.logger.Error("reconcile", zap.Error(err))
 		}
 	}
 }
