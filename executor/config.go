@@ -104,7 +104,8 @@ type Config struct {
 	LoadConcurrency int
 	// StoreTimeout bounds one call to the Store. Default 30s.
 	StoreTimeout time.Duration
-	// ProduceTimeout bounds producing a batch's records. Default 30s.
+	// ProduceTimeout bounds producing a batch's records; at least 1s.
+	// Default 30s.
 	ProduceTimeout time.Duration
 	// ShutdownTimeout bounds finishing the in-flight batch after Run's
 	// context ends or Close is called. Default 30s.
@@ -184,6 +185,10 @@ func (c Config) Validate() error {
 		if d.v < 0 || d.v == 0 && !d.zeroOK {
 			return fmt.Errorf("executor %s must be positive, got %s", d.name, d.v)
 		}
+	}
+	if c.ProduceTimeout < time.Second {
+		// franz-go refuses a record delivery timeout below a second.
+		return fmt.Errorf("executor produce timeout must be at least 1s, got %s", c.ProduceTimeout)
 	}
 	if c.RetryMaxDelay < c.RetryBaseDelay {
 		return fmt.Errorf("executor retry max delay %s is below the base delay %s", c.RetryMaxDelay, c.RetryBaseDelay)

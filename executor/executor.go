@@ -183,7 +183,16 @@ func New(cfg Config) (*Executor, error) {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { e.drop("revoked", m) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { e.drop("lost", m) }),
+		// Announcements may be produced twice (a re-announcement is one
+		// anyway), so the idempotent producer buys nothing here, and it
+		// would keep a record whose outcome is unknown in flight until the
+		// broker answers: a produce could then outlast ProduceTimeout, and
+		// the member could neither report the outage nor stop. One request
+		// in flight per broker keeps each document's records in order
+		// across retries.
 		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DisableIdempotentWrite(),
+		kgo.MaxProduceRequestsInflightPerBroker(1),
 		kgo.RecordDeliveryTimeout(cfg.ProduceTimeout),
 		kgo.ProducerBatchMaxBytes(int32(record.DefaultMaxSize + 64<<10)),
 	}
@@ -498,15 +507,22 @@ func (e *Executor) flush(ctx context.Context) error {
 	var out []*kgo.Record
 	for _, ps := range e.sortedParts() {
 		for _, p := range ps.jobs {
-			if p.settled {
-				out = append(out, p.out...)
+			if !p.settled {
+				continue
+			}
+			// Fresh records each attempt: the client stamps a record when
+			// it is first produced and times its delivery from that stamp,
+			// so a record produced again would time out at once.
+			for _, r := range p.out {
+				out = append(out, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers})
 			}
 		}
 	}
 	if len(out) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, e.cfg.ProduceTimeout)
-		err := e.cl.ProduceSync(pctx, out...).FirstErr()
-		cancel()
+		// The client's record delivery timeout (ProduceTimeout) bounds the
+		// produce; failing records from outside through a context while
+		// their batch waits to be retried can wedge the partition's buffer.
+		err := e.cl.ProduceSync(ctx, out...).FirstErr()
 		if err != nil {
 			return &produceError{n: len(out), err: err}
 		}

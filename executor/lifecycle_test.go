@@ -2,19 +2,24 @@ package executor_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/doclog/doclog/executor"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/testenv"
+	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/record"
 )
@@ -91,4 +96,96 @@ func TestLifecycleOnKfake(t *testing.T) {
 	require.NoError(t, err)
 	idle.Close()
 	idle.Close()
+}
+
+// Kafka refuses every produce for a while (franz-go's in-process cluster
+// answers REQUEST_TIMED_OUT, as a broker that cannot reach its replicas
+// does): the member reports not ready and retries without limit; once the
+// broker takes records again every committed job is announced, and nothing
+// was failed or dead-lettered.
+func TestProduceOutageOnKfake(t *testing.T) {
+	t.Parallel()
+	names := kafka.TopicNames(testenv.UniqueName(t, "t_") + ".")
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, names.All()...))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	kcfg := kafka.Config{Seeds: cluster.ListenAddrs()}
+	store := postgres.New(migratedPool(t, testenv.PostgresSchema(t)))
+	producer, err := kafka.NewClient(kcfg, nil)
+	require.NoError(t, err)
+	t.Cleanup(producer.Close)
+	all, _ := interleaved(4, 5)
+	for _, j := range all {
+		r, err := record.NewJobRecord(names.Jobs, j)
+		require.NoError(t, err)
+		require.NoError(t, producer.ProduceSync(context.Background(), r).FirstErr())
+	}
+
+	// From now on, every produce (the member's announcements) is refused.
+	var refusing atomic.Bool
+	refusing.Store(true)
+	cluster.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if !refusing.Load() {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rqt := range req.Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic, rt.TopicID = rqt.Topic, rqt.TopicID
+			for _, p := range rqt.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = kerr.RequestTimedOut.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	e, err := executor.New(executor.Config{
+		Store: store, Registry: registry(t), Kafka: kcfg, Topics: names, Group: "executors",
+		FetchMaxWait: 100 * time.Millisecond, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 200 * time.Millisecond,
+		ProduceTimeout: 3 * time.Second,
+		Logger:         zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
+	})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background()) }()
+	t.Cleanup(func() {
+		e.Close()
+		require.NoError(t, <-done)
+	})
+	waitFor(t, 10*time.Second, "the member reports Kafka unavailable", func() bool {
+		var ue *executor.UnavailableError
+		return errors.As(e.Ready(), &ue)
+	})
+	res, err := store.JobResults(context.Background(), ids(all))
+	require.NoError(t, err)
+	require.NotEmpty(t, res, "jobs were appended before the produce failed")
+
+	refusing.Store(false)
+	consumer, err := kafka.NewClient(kcfg, nil, kgo.ConsumeTopics(names.WriteReady, names.DeadLetters),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(consumer.Close)
+	announced := map[string]bool{}
+	waitFor(t, 20*time.Second, "every job announced", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		for _, rec := range consumer.PollFetches(ctx).Records() {
+			require.Equal(t, names.WriteReady, rec.Topic, "nothing is dead-lettered")
+			w, err := record.DecodeWriteReady(rec)
+			require.NoError(t, err)
+			announced[w.JobID] = true
+		}
+		return len(announced) == len(all)
+	})
+	waitFor(t, 10*time.Second, "the member is ready again", func() bool { return e.Ready() == nil })
+	res, err = store.JobResults(context.Background(), ids(all))
+	require.NoError(t, err)
+	for _, r := range res {
+		require.Equal(t, oplog.JobWriteReady, r.Status)
+	}
 }
