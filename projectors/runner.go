@@ -129,11 +129,32 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.m.errors.WithLabelValues(r.name, "fetch").Inc()
 			r.fail(fmt.Errorf("fetch %s partition %d: %w", topic, p, err))
 		})
+		// Partitions are independent (a document's records all share one),
+		// so a poll's partitions are applied in parallel; the next poll
+		// waits for all of them, which keeps each partition's batches in
+		// order. One Kafka commit then covers every partition that committed.
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			commits = map[string]map[int32]kgo.EpochOffset{}
+		)
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			if len(ftp.Records) > 0 {
-				r.handle(ctx, ftp)
+			if len(ftp.Records) == 0 {
+				return
 			}
+			wg.Go(func() {
+				if at, ok := r.handle(ctx, ftp); ok {
+					mu.Lock()
+					if commits[ftp.Topic] == nil {
+						commits[ftp.Topic] = map[int32]kgo.EpochOffset{}
+					}
+					commits[ftp.Topic][ftp.Partition] = at
+					mu.Unlock()
+				}
+			})
 		})
+		wg.Wait()
+		r.commit(ctx, commits)
 	}
 	cancel()
 	wg.Wait()
@@ -276,8 +297,9 @@ func (r *Runner) decode(recs []*kgo.Record) wants {
 }
 
 // handle applies one partition's share of a poll as one fenced transaction,
-// retrying it until it commits, the partition moves, or the runner stops.
-func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) {
+// retrying it until it commits, the partition moves, or the runner stops. It
+// returns the offset to commit to Kafka once the database committed.
+func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) (kgo.EpochOffset, bool) {
 	last := ftp.Records[len(ftp.Records)-1]
 	r.m.lag.WithLabelValues(r.name, strconv.Itoa(int(ftp.Partition))).Set(float64(max(0, ftp.HighWatermark-last.Offset-1)))
 	start := time.Now()
@@ -317,18 +339,25 @@ func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) {
 			}
 			r.mu.Unlock()
 		}
-		return
+		return kgo.EpochOffset{}, false
 	case err != nil:
-		return // the runner is stopping; the batch rolled back
+		return kgo.EpochOffset{}, false // the runner is stopping; the batch rolled back
 	}
 	r.observe(out, "batch", len(ftp.Records))
 	if r.hooks.afterTx != nil {
 		r.hooks.afterTx(ctx, ftp.Partition)
 	}
-	start = time.Now()
-	commit := map[string]map[int32]kgo.EpochOffset{ftp.Topic: {ftp.Partition: {Epoch: last.LeaderEpoch, Offset: last.Offset + 1}}}
+	return kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}, true
+}
+
+// commit commits the offsets of the partitions whose batches committed.
+func (r *Runner) commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) {
+	if len(offsets) == 0 || ctx.Err() != nil {
+		return
+	}
+	start := time.Now()
 	var commitErr error
-	r.cl.CommitOffsetsSync(ctx, commit, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	r.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err == nil {
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
@@ -344,7 +373,7 @@ func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) {
 		// Not fatal: the checkpoint in Postgres is what the next owner
 		// seeks to; the Kafka offset only feeds lag tools.
 		r.m.errors.WithLabelValues(r.name, "commit").Inc()
-		r.logger.Warn("commit kafka offset", zap.Int32("partition", ftp.Partition), zap.Error(err))
+		r.logger.Warn("commit kafka offsets", zap.Error(err))
 	}
 	r.m.stage.WithLabelValues(r.name, "commit").Observe(time.Since(start).Seconds())
 }
