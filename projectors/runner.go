@@ -134,7 +134,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		// waits for all of them, which keeps each partition's batches in
 		// order. One Kafka commit then covers every partition that committed.
 		var (
-			wg      sync.WaitGroup
+			batches sync.WaitGroup
 			mu      sync.Mutex
 			commits = map[string]map[int32]kgo.EpochOffset{}
 		)
@@ -142,7 +142,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			if len(ftp.Records) == 0 {
 				return
 			}
-			wg.Go(func() {
+			batches.Go(func() {
 				if at, ok := r.handle(ctx, ftp); ok {
 					mu.Lock()
 					if commits[ftp.Topic] == nil {
@@ -153,7 +153,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				}
 			})
 		})
-		wg.Wait()
+		batches.Wait()
 		r.commit(ctx, commits)
 	}
 	cancel()
