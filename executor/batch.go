@@ -334,7 +334,9 @@ jobs:
 		}
 		branch := j.BranchOrDefault()
 		docKey := oplog.StreamKey{DocumentID: dw.id, Scope: oplog.ScopeDocument, Branch: branch}
-		if doc := dw.work[docKey]; doc.Revision > 0 && doc.DocumentType != j.DocumentType {
+		// A create job on an existing document fails as DocumentExists
+		// whatever its type, from CREATE_DOCUMENT itself.
+		if doc := dw.work[docKey]; doc.Revision > 0 && doc.DocumentType != j.DocumentType && j.Kind != record.KindCreate {
 			e.failJob(dw, p, &DocumentTypeMismatchError{DocumentID: dw.id, JobType: j.DocumentType, StoredType: doc.DocumentType})
 			continue
 		}

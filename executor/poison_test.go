@@ -56,9 +56,11 @@ func TestPoisonDoesNotBlockThePartition(t *testing.T) {
 	deposit := mutateJob("doc-ledger", ledger.DocumentType, action(oplog.ScopeGlobal, ledger.ActionDeposit, map[string]any{"accountId": "a", "amount": 5}))
 	jsonCreate := createJob("doc-json", jsondoc.DocumentType)
 	unknownAction := mutateJob("doc-json", jsondoc.DocumentType, action(oplog.ScopeGlobal, "NOPE", map[string]any{}))
+	recreate := createJob("doc-json", ledger.DocumentType)
+	wrongType := mutateJob("doc-json", ledger.DocumentType, action(oplog.ScopeGlobal, ledger.ActionDeposit, map[string]any{"accountId": "a", "amount": 5}))
 	panicCreate := createJob("doc-panic", panicType)
 	panics := mutateJob("doc-panic", panicType, action(oplog.ScopeGlobal, "PANIC", map[string]any{}))
-	b.submit(unknown, ledgerCreate, open, overdraft, deposit, jsonCreate, unknownAction, panicCreate, panics)
+	b.submit(unknown, ledgerCreate, open, overdraft, deposit, jsonCreate, unknownAction, recreate, wrongType, panicCreate, panics)
 	// An oversized record: a valid job, too large for this member.
 	big := patchJob("doc-json", 1)
 	big.Actions[0].Input = []byte(`{"blob":"` + strings.Repeat("x", 150<<10) + `"}`)
@@ -68,7 +70,7 @@ func TestPoisonDoesNotBlockThePartition(t *testing.T) {
 	later := patchJob("doc-json", 2)
 	b.submit(later)
 
-	all := []*record.Job{unknown, ledgerCreate, open, overdraft, deposit, jsonCreate, unknownAction, panicCreate, panics, later}
+	all := []*record.Job{unknown, ledgerCreate, open, overdraft, deposit, jsonCreate, unknownAction, recreate, wrongType, panicCreate, panics, later}
 	results := b.waitResults(ids(all), 30*time.Second)
 	for _, j := range []*record.Job{ledgerCreate, open, deposit, jsonCreate, panicCreate, later} {
 		require.Equal(t, oplog.JobWriteReady, results[j.JobID].Status, "job %s: %+v", j.JobID, results[j.JobID].ErrorHistory)
@@ -91,28 +93,43 @@ func TestPoisonDoesNotBlockThePartition(t *testing.T) {
 		require.Equal(t, f.name, last.Name)
 		require.Contains(t, last.Message, f.contains)
 	}
+	// A create of an existing document, and a job naming another type than
+	// the document's, fail without touching it.
+	for j, name := range map[*record.Job]string{recreate: model.NameDocumentExists, wrongType: executor.NameDocumentTypeMismatch} {
+		r := results[j.JobID]
+		require.Equal(t, oplog.JobFailed, r.Status)
+		require.Equal(t, name, r.ErrorHistory[len(r.ErrorHistory)-1].Name)
+	}
 	// The state survived the refused actions: the deposit applied on top of
 	// the opening balance, and the later job on doc-json did too.
 	b.checkDocument("doc-json", jsondoc.DocumentType, []string{later.JobID})
 
+	// Dead letters by job id, and by type for records that never decoded.
 	letters := map[string]*record.DeadLetter{}
-	dlq.until(30*time.Second, "six dead letters", func(recs []*kgo.Record) bool {
+	dlq.until(30*time.Second, "eight dead letters", func(recs []*kgo.Record) bool {
+		clear(letters)
 		for _, rec := range recs {
 			d, err := record.DecodeDeadLetter(rec)
 			require.NoError(t, err)
-			letters[string(d.ErrorType)] = d
+			if d.Job != nil {
+				letters[d.Job.JobID] = d
+			} else {
+				letters[string(d.ErrorType)] = d
+			}
 		}
-		return len(letters) >= 6
+		return len(letters) >= 8
 	})
 	for typ, f := range failed {
-		d := letters[typ]
+		d := letters[f.job.JobID]
 		require.NotNil(t, d, "a %s dead letter", typ)
-		require.Equal(t, f.job.JobID, d.Job.JobID)
+		require.Equal(t, typ, string(d.ErrorType))
 		require.Equal(t, f.name, d.Error.Name)
 		require.Contains(t, d.Error.Message, f.contains)
 		require.Equal(t, b.kenv.Names.Jobs, d.Source.Topic)
 	}
-	require.Equal(t, executor.NamePanic, letters[string(record.ErrReducerPanic)].Error.Cause.Name)
+	require.Equal(t, executor.NamePanic, letters[panics.JobID].Error.Cause.Name)
+	require.Equal(t, record.ErrDocumentExists, letters[recreate.JobID].ErrorType)
+	require.Equal(t, record.ErrInvalidAction, letters[wrongType.JobID].ErrorType)
 	garbage := letters[string(record.ErrDecode)]
 	require.NotNil(t, garbage)
 	require.Equal(t, "doc-garbage", garbage.Source.Key)
