@@ -20,6 +20,10 @@ type metrics struct {
 	errors       *prometheus.CounterVec
 	fenced       prometheus.Counter
 	lag          *prometheus.GaugeVec
+	// jobLatency is how long a job took from its submission (or from its
+	// write-ready commit) until this projector committed its effects: for
+	// docview, the job's submit→READ_READY latency.
+	jobLatency *prometheus.HistogramVec
 }
 
 // register returns c, or the collector already registered under its
@@ -68,5 +72,10 @@ func newMetrics(reg prometheus.Registerer, projector string) *metrics {
 		lag: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "lag_records", Help: "Records behind the high watermark per partition, as of the last fetch.",
 		}, []string{"projector", "partition"})),
+		jobLatency: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "job_latency_seconds",
+			Help:    "Seconds from a job's submission (from=submit) or write-ready commit (from=write) until the projector committed it; docview's from=submit is submit→READ_READY.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}, []string{"projector", "from"})),
 	}
 }

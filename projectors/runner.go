@@ -269,8 +269,9 @@ func (r *Runner) fail(err error) {
 // cannot be decoded is logged and counted and does not block the partition:
 // it carries nothing the log does not also hold, and the reconciler catches
 // anything it announced.
-func (r *Runner) decode(recs []*kgo.Record) wants {
+func (r *Runner) decode(recs []*kgo.Record) (wants, []jobTimes) {
 	w := wants{}
+	times := make([]jobTimes, 0, len(recs))
 	for _, rec := range recs {
 		wr, err := record.DecodeWriteReady(rec)
 		if err != nil {
@@ -278,6 +279,7 @@ func (r *Runner) decode(recs []*kgo.Record) wants {
 			r.logger.Error("undecodable write-ready record", zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset), zap.Error(err))
 			continue
 		}
+		times = append(times, jobTimes{submitted: wr.SubmittedAtUtcMs, written: wr.WrittenAtUtcMs})
 		for _, s := range wr.Streams {
 			if !r.cfg.Projector.Follows(s.Stream.Scope) {
 				continue
@@ -293,7 +295,25 @@ func (r *Runner) decode(recs []*kgo.Record) wants {
 			w.add(s.Stream, wr.DocumentType, s.ToIndex, ops)
 		}
 	}
-	return w
+	return w, times
+}
+
+// jobTimes are a write-ready record's timestamps, epoch ms (0: unknown).
+type jobTimes struct{ submitted, written int64 }
+
+// observeLatency records, once a batch committed, how long its jobs took to
+// get here.
+func (r *Runner) observeLatency(times []jobTimes) {
+	now := time.Now().UnixMilli()
+	submit, write := r.m.jobLatency.WithLabelValues(r.name, "submit"), r.m.jobLatency.WithLabelValues(r.name, "write")
+	for _, t := range times {
+		if t.submitted > 0 {
+			submit.Observe(float64(max(now-t.submitted, 0)) / 1000)
+		}
+		if t.written > 0 {
+			write.Observe(float64(max(now-t.written, 0)) / 1000)
+		}
+	}
 }
 
 // handle applies one partition's share of a poll as one fenced transaction,
@@ -303,7 +323,7 @@ func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) (kgo.E
 	last := ftp.Records[len(ftp.Records)-1]
 	r.m.lag.WithLabelValues(r.name, strconv.Itoa(int(ftp.Partition))).Set(float64(max(0, ftp.HighWatermark-last.Offset-1)))
 	start := time.Now()
-	w := r.decode(ftp.Records)
+	w, times := r.decode(ftp.Records)
 	r.m.stage.WithLabelValues(r.name, "decode").Observe(time.Since(start).Seconds())
 	var out outcome
 	err := r.retry(ctx, "batch", func() error {
@@ -344,6 +364,7 @@ func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) (kgo.E
 		return kgo.EpochOffset{}, false // the runner is stopping; the batch rolled back
 	}
 	r.observe(out, "batch", len(ftp.Records))
+	r.observeLatency(times)
 	if r.hooks.afterTx != nil {
 		r.hooks.afterTx(ctx, ftp.Partition)
 	}

@@ -263,7 +263,7 @@ func (a *App) buildProjectors(ctx context.Context) error {
 			Topic:      a.names().WriteReady,
 			Group:      group,
 			Logger:     a.logger.Named("projector." + name),
-			Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"projector": name}, a.metrics),
+			Registerer: a.metrics, // the runner labels its series by projector
 		}
 		switch name {
 		case "docview":
