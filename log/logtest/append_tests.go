@@ -17,6 +17,20 @@ func requireContiguous(t *testing.T, got []oplog.Operation, n int) {
 	}
 }
 
+// requireAsStored checks that an append result carries the stored rows'
+// ordinals and transaction ids.
+func requireAsStored(t *testing.T, s oplog.Store, res oplog.AppendResult) {
+	t.Helper()
+	for _, op := range res.Operations {
+		got, err := s.ReadStream(ctx(t), op.Stream(), op.Index, 1)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, got[0].OpID, op.OpID)
+		require.Equal(t, got[0].Ordinal, op.Ordinal, "ordinal of %s index %d", op.Stream(), op.Index)
+		require.Equal(t, got[0].TxID, op.TxID)
+	}
+}
+
 func testAppendAndReadBack(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	k := stream(oplog.ScopeGlobal)
@@ -104,6 +118,7 @@ func testConditionFailedOthersCommit(t *testing.T, h Harness) {
 
 	require.NoError(t, res[1].Err)
 	requireContiguous(t, readAll(t, s, b), 2)
+	requireAsStored(t, s, res[1])
 }
 
 func testReplayBeforeCondition(t *testing.T, h Harness) {
@@ -300,6 +315,9 @@ func testRaisingRequestFailsAlone(t *testing.T, h Harness) {
 	requireContiguous(t, readAll(t, s, c), 1)
 	require.Empty(t, readAll(t, s, d))
 	requireContiguous(t, readAll(t, s, e), 3)
+	for _, i := range []int{0, 2, 4} {
+		requireAsStored(t, s, res[i])
+	}
 }
 
 func testDependentRequestsInOneBatch(t *testing.T, h Harness) {

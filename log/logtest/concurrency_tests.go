@@ -101,6 +101,7 @@ func testConcurrentOverlappingAppends(t *testing.T, h Harness) {
 		keys[i] = stream(oplog.ScopeGlobal)
 	}
 	var mu sync.Mutex
+	var landed []oplog.AppendResult
 	written := map[oplog.StreamKey]map[string]bool{}
 	for _, k := range keys {
 		written[k] = map[string]bool{}
@@ -146,6 +147,7 @@ func testConcurrentOverlappingAppends(t *testing.T, h Harness) {
 						continue
 					}
 					mu.Lock()
+					landed = append(landed, r)
 					for _, op := range r.Operations {
 						written[batch[i].Streams[0].Stream][op.OpID] = true
 					}
@@ -172,4 +174,7 @@ func testConcurrentOverlappingAppends(t *testing.T, h Harness) {
 		total += len(got)
 	}
 	require.Positive(t, total)
+	for _, r := range landed[:min(len(landed), 200)] {
+		requireAsStored(t, s, r)
+	}
 }

@@ -25,8 +25,12 @@ ORDER BY k`
 // request is "bad" when one of its streams is not at the expected revision,
 // a read-set stream grew past its recorded revision, or one of its jobs has a
 // result; the operations, job results and keyframes of the others are
-// inserted. It returns the requests that landed and each inserted row's key
-// and ordinal.
+// inserted. It returns the requests that landed and, in insertion order,
+// each inserted row's index and ordinal: the insert reads the operations
+// straight from unnest, filtered but never joined or sorted, and a
+// RETURNING row is produced as its row is inserted, so the order is the
+// order the rows were sent in (stored checks the indexes and falls back to
+// reading the rows if it ever were not).
 const appendSQL = `WITH
 req AS (SELECT r FROM unnest($1::int4[]) AS t(r)),
 exp AS (SELECT * FROM unnest($2::int4[], $3::text[], $4::text[], $5::text[], $6::int8[])
@@ -49,6 +53,7 @@ bad AS (
     SELECT j.r FROM jb AS j WHERE EXISTS (SELECT 1 FROM jobs AS x WHERE x.job_id = j.job_id)
 ),
 ok AS (SELECT r FROM req WHERE r NOT IN (SELECT r FROM bad)),
+oks AS (SELECT coalesce(array_agg(r), '{}') AS a FROM ok),
 ins_ops AS (
     INSERT INTO operations (document_id, scope, branch, idx, skip, op_id, job_id, document_type,
                             model_version, hash, ts_utc_ms, action_id, action)
@@ -58,9 +63,8 @@ ins_ops AS (
                 $26::text[], $27::text[], $28::int4[], $29::text[], $30::int8[], $31::text[], $32::text[])
          WITH ORDINALITY AS o(r, document_id, scope, branch, idx, skip, op_id, job_id, document_type,
                               model_version, hash, ts, action_id, action, n)
-    WHERE o.r IN (SELECT r FROM ok)
-    ORDER BY o.n
-    RETURNING document_id, scope, branch, idx, ordinal
+    WHERE o.r = ANY ((SELECT a FROM oks)::int4[])
+    RETURNING idx, ordinal
 ),
 ins_jobs AS (
     INSERT INTO jobs (job_id, document_id, status, streams, token, error_history)
@@ -78,9 +82,9 @@ ins_kf AS (
     SET document_type = excluded.document_type, model_version = excluded.model_version,
         state = excluded.state, hash = excluded.hash, created_at = now()
 )
-SELECT r, NULL::text, NULL::text, NULL::text, NULL::int8, NULL::int8 FROM ok
+SELECT r, NULL::int8, NULL::int8 FROM ok
 UNION ALL
-SELECT NULL, document_id, scope, branch, idx, ordinal FROM ins_ops`
+SELECT NULL, idx, ordinal FROM ins_ops`
 
 // txSQL reads what the batch's rows share: the transaction id and its start.
 const txSQL = `SELECT coalesce(pg_current_xact_id_if_assigned()::text, '0'), now()`
@@ -197,36 +201,33 @@ func (a *appendArgs) values() []any {
 // landed is what appendSQL reports for one transaction.
 type landed struct {
 	ok        map[int]bool
-	ordinals  map[rowKey]int64
+	rows      []insertedRow // in insertion order
+	next      int           // the first row stored has not consumed
 	txid      uint64
 	writtenAt time.Time
 	raised    map[int]error // requests whose statement raised (one-by-one path)
 }
 
-type rowKey struct {
-	stream oplog.StreamKey
-	idx    int64
-}
+type insertedRow struct{ idx, ordinal int64 }
 
 func newLanded() *landed {
-	return &landed{ok: map[int]bool{}, ordinals: map[rowKey]int64{}, raised: map[int]error{}}
+	return &landed{ok: map[int]bool{}, raised: map[int]error{}}
 }
 
 func (l *landed) scan(rows pgx.Rows) error {
 	for rows.Next() {
 		var (
-			r                  *int32
-			doc, scope, branch *string
-			idx, ordinal       *int64
+			r            *int32
+			idx, ordinal *int64
 		)
-		if err := rows.Scan(&r, &doc, &scope, &branch, &idx, &ordinal); err != nil {
+		if err := rows.Scan(&r, &idx, &ordinal); err != nil {
 			return err
 		}
 		if r != nil {
 			l.ok[int(*r)] = true
 			continue
 		}
-		l.ordinals[rowKey{oplog.StreamKey{DocumentID: *doc, Scope: *scope, Branch: *branch}, *idx}] = *ordinal
+		l.rows = append(l.rows, insertedRow{*idx, *ordinal})
 	}
 	return rows.Err()
 }
@@ -280,7 +281,13 @@ func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) ([]oplog
 	for _, p := range plans {
 		res := &results[p.pos]
 		if l.ok[p.pos] {
-			res.Operations, res.Jobs = l.stored(p)
+			var aligned bool
+			res.Operations, res.Jobs, aligned = l.stored(p)
+			if !aligned {
+				if err := s.rereadOrdinals(ctx, res.Operations); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		if err := s.diagnose(ctx, p, l.raised[p.pos], res); err != nil {
@@ -291,15 +298,24 @@ func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) ([]oplog
 }
 
 // stored returns a landed plan's operations and job results as stored.
-func (l *landed) stored(p *plan) ([]oplog.Operation, []oplog.JobResult) {
+// Plans must be asked in the order they were sent: each consumes its rows
+// from the inserted rows in turn. ok is false when the returned rows do not
+// line up with the plan's operations; the caller then reads them back.
+func (l *landed) stored(p *plan) (_ []oplog.Operation, _ []oplog.JobResult, ok bool) {
 	n := 0
 	for _, sa := range p.req.Streams {
 		n += len(sa.Operations)
 	}
+	ok = true
 	ops := make([]oplog.Operation, 0, n)
 	for _, sa := range p.req.Streams {
 		for _, op := range sa.Operations {
-			op.Ordinal = l.ordinals[rowKey{sa.Stream, op.Index}]
+			if l.next < len(l.rows) && l.rows[l.next].idx == op.Index {
+				op.Ordinal = l.rows[l.next].ordinal
+			} else {
+				ok = false
+			}
+			l.next++
 			op.TxID = l.txid
 			op.WrittenAt = l.writtenAt
 			if op.DocumentType == "" {
@@ -313,7 +329,28 @@ func (l *landed) stored(p *plan) ([]oplog.Operation, []oplog.JobResult) {
 		j.CreatedAt = l.writtenAt
 		jobs[i] = j
 	}
-	return ops, jobs
+	return ops, jobs, ok
+}
+
+// rereadOrdinals fills ops' ordinals from the stored rows, for the case the
+// insert's returned rows could not be lined up with them.
+func (s *Store) rereadOrdinals(ctx context.Context, ops []oplog.Operation) error {
+	byStream := map[oplog.StreamKey][]*oplog.Operation{}
+	for i := range ops {
+		byStream[ops[i].Stream()] = append(byStream[ops[i].Stream()], &ops[i])
+	}
+	for k, list := range byStream {
+		stored, err := s.ReadStream(ctx, k, list[0].Index, len(list))
+		if err != nil {
+			return fmt.Errorf("reading back the ordinals of %s: %w", k, err)
+		}
+		for i, op := range list {
+			if i < len(stored) && stored[i].Index == op.Index {
+				op.Ordinal = stored[i].Ordinal
+			}
+		}
+	}
+	return nil
 }
 
 // appendPipelined runs the whole batch as one round trip.
