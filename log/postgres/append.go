@@ -57,13 +57,12 @@ oks AS (SELECT coalesce(array_agg(r), '{}') AS a FROM ok),
 ins_ops AS (
     INSERT INTO operations (document_id, scope, branch, idx, skip, op_id, job_id, document_type,
                             model_version, hash, ts_utc_ms, action_id, action)
-    SELECT o.document_id, o.scope, o.branch, o.idx, o.skip, o.op_id, o.job_id, o.document_type,
-           o.model_version, o.hash, o.ts, o.action_id, o.action::json
-    FROM unnest($19::int4[], $20::text[], $21::text[], $22::text[], $23::int8[], $24::int8[], $25::text[],
-                $26::text[], $27::text[], $28::int4[], $29::text[], $30::int8[], $31::text[], $32::text[])
-         WITH ORDINALITY AS o(r, document_id, scope, branch, idx, skip, op_id, job_id, document_type,
-                              model_version, hash, ts, action_id, action, n)
-    WHERE o.r = ANY ((SELECT a FROM oks)::int4[])
+    SELECT ($3::text[])[o.s], ($4::text[])[o.s], ($5::text[])[o.s], o.idx, o.skip, o.op_id,
+           ($13::text[])[o.j], ($38::text[])[o.s], o.model_version, o.hash, o.ts, o.action_id, o.action::json
+    FROM unnest($19::int4[], $20::int4[], $21::int8[], $22::int8[], $23::text[],
+                $24::int4[], $25::text[], $26::int8[], $27::text[], $28::text[])
+         AS o(s, j, idx, skip, op_id, model_version, hash, ts, action_id, action)
+    WHERE ($2::int4[])[o.s] = ANY ((SELECT a FROM oks)::int4[])
     RETURNING idx, ordinal
 ),
 ins_jobs AS (
@@ -74,8 +73,8 @@ ins_jobs AS (
 ins_kf AS (
     INSERT INTO keyframes (document_id, scope, branch, idx, document_type, model_version, state, hash)
     SELECT k.document_id, k.scope, k.branch, k.idx, k.document_type, k.model_version, k.state::json, k.hash
-    FROM unnest($33::int4[], $34::text[], $35::text[], $36::text[], $37::int8[], $38::text[], $39::int4[],
-                $40::text[], $41::text[])
+    FROM unnest($29::int4[], $30::text[], $31::text[], $32::text[], $33::int8[], $34::text[], $35::int4[],
+                $36::text[], $37::text[])
          AS k(r, document_id, scope, branch, idx, document_type, model_version, state, hash)
     WHERE k.r IN (SELECT r FROM ok)
     ON CONFLICT (document_id, scope, branch, idx) DO UPDATE
@@ -89,12 +88,16 @@ SELECT NULL, idx, ordinal FROM ins_ops`
 // txSQL reads what the batch's rows share: the transaction id and its start.
 const txSQL = `SELECT coalesce(pg_current_xact_id_if_assigned()::text, '0'), now()`
 
-// appendArgs is the columnar form of a batch for appendSQL.
+// appendArgs is the columnar form of a batch for appendSQL. An operation
+// names its stream and job by their 1-based position in the stream and job
+// arrays, so the strings they share are sent once per stream and job rather
+// than once per operation: encoding them is most of the batch's client cost.
 type appendArgs struct {
 	reqs []int32
 
 	eReq                    []int32
 	eDoc, eScope, eBranch   []string
+	eType                   []string
 	eRev                    []int64
 	cReq                    []int32
 	cDoc, cScope, cBranch   []string
@@ -102,10 +105,9 @@ type appendArgs struct {
 	jReq                    []int32
 	jID, jDoc, jStatus      []string
 	jStreams, jToken, jErrs []string
-	oReq                    []int32
-	oDoc, oScope, oBranch   []string
+	oStream, oJob           []int32
 	oIdx, oSkip             []int64
-	oOpID, oJobID, oType    []string
+	oOpID                   []string
 	oVersion                []int32
 	oHash                   []string
 	oTS                     []int64
@@ -121,6 +123,20 @@ type appendArgs struct {
 func (a *appendArgs) add(p *plan) {
 	r := int32(p.pos)
 	a.reqs = append(a.reqs, r)
+	// Jobs first: operations refer to them by position.
+	jobBase := int32(len(a.jID))
+	jobNo := make(map[string]int32, len(p.jobs))
+	for i := range p.jobs {
+		j := &p.jobs[i]
+		jobNo[j.JobID] = jobBase + int32(i) + 1
+		a.jReq = append(a.jReq, r)
+		a.jID = append(a.jID, j.JobID)
+		a.jDoc = append(a.jDoc, j.DocumentID)
+		a.jStatus = append(a.jStatus, string(j.Status))
+		a.jStreams = append(a.jStreams, p.jobJSON[i][0])
+		a.jToken = append(a.jToken, p.jobJSON[i][1])
+		a.jErrs = append(a.jErrs, p.jobJSON[i][2])
+	}
 	ai := 0
 	for _, sa := range p.req.Streams {
 		a.eReq = append(a.eReq, r)
@@ -128,21 +144,18 @@ func (a *appendArgs) add(p *plan) {
 		a.eScope = append(a.eScope, sa.Stream.Scope)
 		a.eBranch = append(a.eBranch, sa.Stream.Branch)
 		a.eRev = append(a.eRev, sa.ExpectedRevision)
+		streamNo := int32(len(a.eReq))
+		docType := p.req.DocumentType
 		for i := range sa.Operations {
 			op := &sa.Operations[i]
-			a.oReq = append(a.oReq, r)
-			a.oDoc = append(a.oDoc, op.DocumentID)
-			a.oScope = append(a.oScope, op.Scope)
-			a.oBranch = append(a.oBranch, op.Branch)
+			if op.DocumentType != "" {
+				docType = op.DocumentType
+			}
+			a.oStream = append(a.oStream, streamNo)
+			a.oJob = append(a.oJob, jobNo[op.JobID])
 			a.oIdx = append(a.oIdx, op.Index)
 			a.oSkip = append(a.oSkip, op.Skip)
 			a.oOpID = append(a.oOpID, op.OpID)
-			a.oJobID = append(a.oJobID, op.JobID)
-			docType := op.DocumentType
-			if docType == "" {
-				docType = p.req.DocumentType
-			}
-			a.oType = append(a.oType, docType)
 			a.oVersion = append(a.oVersion, int32(op.Version))
 			a.oHash = append(a.oHash, op.Hash)
 			a.oTS = append(a.oTS, op.TimestampUtcMs)
@@ -150,6 +163,7 @@ func (a *appendArgs) add(p *plan) {
 			a.oAction = append(a.oAction, p.actions[ai])
 			ai++
 		}
+		a.eType = append(a.eType, docType)
 	}
 	if p.req.Condition != nil {
 		for _, c := range p.req.Condition.Streams {
@@ -159,16 +173,6 @@ func (a *appendArgs) add(p *plan) {
 			a.cBranch = append(a.cBranch, c.Stream.Branch)
 			a.cRev = append(a.cRev, c.Revision)
 		}
-	}
-	for i := range p.jobs {
-		j := &p.jobs[i]
-		a.jReq = append(a.jReq, r)
-		a.jID = append(a.jID, j.JobID)
-		a.jDoc = append(a.jDoc, j.DocumentID)
-		a.jStatus = append(a.jStatus, string(j.Status))
-		a.jStreams = append(a.jStreams, p.jobJSON[i][0])
-		a.jToken = append(a.jToken, p.jobJSON[i][1])
-		a.jErrs = append(a.jErrs, p.jobJSON[i][2])
 	}
 	for _, kf := range p.req.Keyframes {
 		a.kReq = append(a.kReq, r)
@@ -187,14 +191,18 @@ func (a *appendArgs) add(p *plan) {
 	}
 }
 
+// values are the statement's arguments; the numbers are their placeholders
+// in appendSQL.
 func (a *appendArgs) values() []any {
 	return []any{
-		a.reqs,
-		a.eReq, a.eDoc, a.eScope, a.eBranch, a.eRev,
-		a.cReq, a.cDoc, a.cScope, a.cBranch, a.cRev,
-		a.jReq, a.jID, a.jDoc, a.jStatus, a.jStreams, a.jToken, a.jErrs,
-		a.oReq, a.oDoc, a.oScope, a.oBranch, a.oIdx, a.oSkip, a.oOpID, a.oJobID, a.oType, a.oVersion, a.oHash, a.oTS, a.oActionID, a.oAction,
-		a.kReq, a.kDoc, a.kScope, a.kBranch, a.kIdx, a.kType, a.kVersion, a.kState, a.kHash,
+		a.reqs, // $1
+		a.eReq, a.eDoc, a.eScope, a.eBranch, a.eRev, // $2-$6
+		a.cReq, a.cDoc, a.cScope, a.cBranch, a.cRev, // $7-$11
+		a.jReq, a.jID, a.jDoc, a.jStatus, a.jStreams, a.jToken, a.jErrs, // $12-$18
+		a.oStream, a.oJob, a.oIdx, a.oSkip, a.oOpID, // $19-$23
+		a.oVersion, a.oHash, a.oTS, a.oActionID, a.oAction, // $24-$28
+		a.kReq, a.kDoc, a.kScope, a.kBranch, a.kIdx, a.kType, a.kVersion, a.kState, a.kHash, // $29-$37
+		a.eType, // $38
 	}
 }
 
