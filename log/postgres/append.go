@@ -195,7 +195,7 @@ func (a *appendArgs) add(p *plan) {
 // in appendSQL.
 func (a *appendArgs) values() []any {
 	return []any{
-		a.reqs, // $1
+		a.reqs,                                      // $1
 		a.eReq, a.eDoc, a.eScope, a.eBranch, a.eRev, // $2-$6
 		a.cReq, a.cDoc, a.cScope, a.cBranch, a.cRev, // $7-$11
 		a.jReq, a.jID, a.jDoc, a.jStatus, a.jStreams, a.jToken, a.jErrs, // $12-$18
