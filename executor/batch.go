@@ -67,7 +67,10 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 		return nil
 	}
 
+	e.m.batchJobs.Observe(float64(len(batch)))
+	start := time.Now()
 	results, err := e.lookup(ctx, batch)
+	e.m.since("lookup", start)
 	if err != nil {
 		return e.retryLater(ctx, batch, fmt.Errorf("look up job results: %w", err), now)
 	}
@@ -88,9 +91,12 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 	}
 
 	docs := e.group(fresh)
+	start = time.Now()
 	if err := e.load(ctx, docs, now); err != nil {
 		return err
 	}
+	e.m.since("load", start)
+	start = time.Now()
 	var (
 		reqs    []oplog.AppendRequest
 		reqDocs []*docWork
@@ -104,9 +110,19 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 			reqDocs = append(reqDocs, dw)
 		}
 	}
+	e.m.since("reduce", start)
 	if len(reqs) > 0 {
+		nops := 0
+		for i := range reqs {
+			for _, sa := range reqs[i].Streams {
+				nops += len(sa.Operations)
+			}
+		}
+		e.m.batchOps.Observe(float64(nops))
 		actx, cancel := context.WithTimeout(ctx, e.cfg.StoreTimeout)
+		start := time.Now()
 		res, err := e.cfg.Store.Append(actx, reqs)
+		e.m.since("append", start)
 		cancel()
 		if err == nil && len(res) != len(reqs) {
 			err = fmt.Errorf("the store answered %d results for %d requests", len(res), len(reqs))
@@ -504,6 +520,7 @@ func (e *Executor) retryLater(ctx context.Context, jobs []*pending, err error, n
 			continue
 		}
 		p.notBefore = now.Add(e.backoff(p.attempts))
+		e.m.retries.Inc()
 		e.log.Warn("job retries after a transient error", zap.String("jobId", p.job.JobID),
 			zap.String("documentId", p.job.DocumentID), zap.Int("attempt", p.attempts), zap.Error(err))
 	}
@@ -533,6 +550,10 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 				e.log.Error("append result lacks a job; it will be looked up again", zap.String("jobId", p.job.JobID), zap.String("documentId", dw.id))
 				continue
 			}
+			e.m.jobs.WithLabelValues(string(jr.Status), "false").Inc()
+			if jr.Status == oplog.JobWriteReady && p.job.SubmittedAtUtcMs > 0 {
+				e.m.latency.Observe(max(float64(time.Now().UnixMilli()-p.job.SubmittedAtUtcMs), 0) / 1000)
+			}
 			e.announce(p, jr, res.Operations, now)
 		}
 		return
@@ -541,6 +562,7 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 		e.cache.Invalidate(k)
 	}
 	if oplog.IsConflict(res.Err) {
+		e.m.conflicts.Inc()
 		for _, p := range dw.included {
 			p.conflicts++
 			if p.conflicts > e.cfg.ConflictBudget && p.fail == nil {
@@ -590,6 +612,7 @@ func (e *Executor) reannounce(ctx context.Context, p *pending, jr oplog.JobResul
 	}
 	e.log.Info("job already has a result: announcing it again", zap.String("jobId", p.job.JobID),
 		zap.String("documentId", p.job.DocumentID), zap.String("status", string(jr.Status)))
+	e.m.jobs.WithLabelValues(string(jr.Status), "true").Inc()
 	e.announce(p, jr, ops, now)
 	return nil
 }
@@ -685,5 +708,6 @@ func (e *Executor) deadLetterRecord(p *pending, jr oplog.JobResult, now time.Tim
 	}
 	e.log.Info("job failed", zap.String("jobId", p.job.JobID), zap.String("documentId", p.job.DocumentID),
 		zap.String("errorType", string(dl.ErrorType)), zap.String("error", last.Name+": "+last.Message))
+	e.m.deadLetters.WithLabelValues(string(dl.ErrorType)).Inc()
 	return record.NewDeadLetterRecord(e.cfg.Topics.DeadLetters, dl)
 }

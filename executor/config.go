@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
 	"go.uber.org/zap"
@@ -113,6 +114,9 @@ type Config struct {
 
 	// Logger receives the executor's logs. Default: none.
 	Logger *zap.Logger
+	// Registerer receives the executor's metrics (doclog_executor_*).
+	// Default: a private registry.
+	Registerer prometheus.Registerer
 
 	// AfterAppend, when set, runs after each successful Store.Append and
 	// before anything is produced. A non-nil error stops the member at once,

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -70,6 +71,7 @@ type Executor struct {
 	cl      *kgo.Client
 	cache   StreamCache
 	decoder record.Decoder
+	m       *metrics
 
 	// mu guards the loop's state below. The loop holds it while it
 	// processes a poll; the rebalance callbacks take it to drop partitions.
@@ -167,6 +169,15 @@ func New(cfg Config) (*Executor, error) {
 		readyErr: ErrNotRunning,
 		done:     make(chan struct{}),
 	}
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register executor metrics: %w", err)
+	}
+	e.m = m
 	if e.cache == nil {
 		c, err := cache.New(cfg.Store, cfg.Registry, cache.Config{KeyframeInterval: cfg.KeyframeInterval})
 		if err != nil {
@@ -382,6 +393,7 @@ func (e *Executor) enterOutage(now time.Time, err error) {
 	if e.outageSince.IsZero() {
 		e.outageSince = now
 		e.cl.PauseFetchTopics(e.cfg.Topics.Jobs)
+		e.m.outage.Set(1)
 		e.log.Warn("dependency unavailable: fetching paused, retrying without limit", zap.Error(err))
 	}
 	e.outageErr = err
@@ -399,6 +411,7 @@ func (e *Executor) leaveOutage(now time.Time) {
 	e.unavailable += now.Sub(e.outageSince)
 	e.outageSince, e.outageErr, e.outageAttempts = time.Time{}, nil, 0
 	e.cl.ResumeFetchTopics(e.cfg.Topics.Jobs)
+	e.m.outage.Set(0)
 	e.setReady(nil)
 }
 
@@ -428,6 +441,9 @@ func (e *Executor) iterate(ctx context.Context, recs []*kgo.Record) error {
 	now := time.Now()
 	for _, r := range recs {
 		e.admit(r, now)
+	}
+	if len(recs) > 0 {
+		e.m.since("decode", now)
 	}
 	if !e.outageSince.IsZero() && now.Before(e.outageRetryAt) {
 		return nil
@@ -489,6 +505,7 @@ func (e *Executor) admit(rec *kgo.Record, now time.Time) {
 			zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),
 			zap.String("errorType", string(dl.ErrorType)), zap.Error(err))
 		p.settled = true
+		e.m.deadLetters.WithLabelValues(string(dl.ErrorType)).Inc()
 		if out, err := record.NewDeadLetterRecord(e.cfg.Topics.DeadLetters, dl); err != nil {
 			e.log.Error("build dead letter", zap.Int64("offset", rec.Offset), zap.Error(err))
 		} else {
@@ -522,7 +539,9 @@ func (e *Executor) flush(ctx context.Context) error {
 		// The client's record delivery timeout (ProduceTimeout) bounds the
 		// produce; failing records from outside through a context while
 		// their batch waits to be retried can wedge the partition's buffer.
+		start := time.Now()
 		err := e.cl.ProduceSync(ctx, out...).FirstErr()
+		e.m.since("produce", start)
 		if err != nil {
 			return &produceError{n: len(out), err: err}
 		}
@@ -530,7 +549,9 @@ func (e *Executor) flush(ctx context.Context) error {
 	for _, ps := range e.parts {
 		ps.jobs = slices.DeleteFunc(ps.jobs, func(p *pending) bool { return p.settled })
 	}
+	start := time.Now()
 	e.commit(ctx)
+	e.m.since("commit", start)
 	return nil
 }
 

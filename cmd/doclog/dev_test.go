@@ -128,6 +128,29 @@ func TestDevEndToEnd(t *testing.T) {
 		require.Contains(t, string(ready), `"`+check+`"`)
 	}
 
+	// /metrics exposes the series of every role (issue 6): lag per
+	// partition, stage durations, batch sizes, conflicts, retries, dead
+	// letters, projector lag, pool stats, the tail's blocker, job latency.
+	resp, err = client.Get(urls["ops"] + "/metrics")
+	require.NoError(t, err)
+	scrape, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, series := range []string{
+		"doclog_consumer_lag_records{", "doclog_consumer_lag_seconds{",
+		`doclog_executor_stage_seconds_bucket{stage="decode"`, `doclog_executor_stage_seconds_bucket{stage="load"`,
+		`doclog_executor_stage_seconds_bucket{stage="reduce"`, `doclog_executor_stage_seconds_bucket{stage="append"`,
+		`doclog_executor_stage_seconds_bucket{stage="produce"`, `doclog_executor_stage_seconds_bucket{stage="commit"`,
+		"doclog_executor_batch_jobs_bucket", "doclog_executor_batch_operations_bucket",
+		"doclog_executor_append_conflicts_total", "doclog_executor_retries_total", "doclog_executor_dead_letters_total{",
+		"doclog_executor_job_write_ready_seconds_bucket",
+		"doclog_projector_stage_seconds_bucket", "doclog_projector_lag_records{", "doclog_projector_quarantined_streams{",
+		`doclog_projector_job_latency_seconds_bucket{from="submit",projector="docview"`,
+		"doclog_pgxpool_acquire_seconds_total", "doclog_pgxpool_empty_acquire_wait_seconds_total", "doclog_pgxpool_total_conns",
+		"doclog_postgres_oldest_transaction_seconds", "doclog_readstore_requests_total",
+	} {
+		require.Contains(t, string(scrape), series, "/metrics lacks %s", series)
+	}
+
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-exited:

@@ -204,12 +204,13 @@ func (a *App) buildExecutor() error {
 	group := a.s.Topics.Prefix + executor.DefaultGroup
 	a.groups = append(a.groups, group)
 	ex, err := executor.New(executor.Config{
-		Store:    a.store,
-		Registry: a.registry,
-		Kafka:    a.s.Kafka,
-		Topics:   a.names(),
-		Group:    group,
-		Logger:   a.logger.Named("executor"),
+		Store:      a.store,
+		Registry:   a.registry,
+		Kafka:      a.s.Kafka,
+		Topics:     a.names(),
+		Group:      group,
+		Logger:     a.logger.Named("executor"),
+		Registerer: a.metrics,
 	})
 	if err != nil {
 		return err
