@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/jsondoc"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/record"
@@ -147,3 +148,44 @@ func TestKilledAfterAppendReannounces(t *testing.T) {
 }
 
 var errKilled = errors.New("killed between the append and the produce")
+
+// A job is applied all or nothing across the scopes it touches: one whose
+// second action fails writes nothing, one that succeeds writes every scope in
+// one request and is announced with a range and a coordinate per stream.
+func TestJobSpansScopesAllOrNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	wr := b.reader(b.kenv.Names.WriteReady)
+	b.start(b.config())
+
+	create := createJob("doc-multi", jsondoc.DocumentType)
+	failing := mutateJob("doc-multi", jsondoc.DocumentType,
+		action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"a": 1}),
+		action(oplog.ScopeLocal, jsondoc.ActionJSONPatch, []any{map[string]any{"op": "test", "path": "/missing", "value": 1}}))
+	spanning := mutateJob("doc-multi", jsondoc.DocumentType,
+		action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"a": 2}),
+		action(oplog.ScopeLocal, jsondoc.ActionMergePatch, map[string]any{"b": 3}),
+		action(oplog.ScopeDocument, model.ActionSetName, map[string]any{"name": "multi"}))
+	b.submit(create, failing, spanning)
+
+	results := b.waitResults(ids([]*record.Job{create, failing, spanning}), 30*time.Second)
+	require.Equal(t, oplog.JobFailed, results[failing.JobID].Status)
+	r := results[spanning.JobID]
+	require.Equal(t, oplog.JobWriteReady, r.Status)
+	require.Len(t, r.Streams, 3)
+	require.Len(t, r.Token.Coordinates, 3)
+	for scope, n := range map[string]int{oplog.ScopeDocument: 2, oplog.ScopeGlobal: 1, oplog.ScopeLocal: 1} {
+		ops := b.readAll(oplog.StreamKey{DocumentID: "doc-multi", Scope: scope, Branch: oplog.DefaultBranch})
+		require.Len(t, ops, n, "scope %s: the failed job wrote nothing", scope)
+		require.Equal(t, spanning.JobID, ops[n-1].JobID)
+		_, err := b.reg.ReplayStream(ops[0].Stream(), jsondoc.DocumentType, ops)
+		require.NoError(t, err)
+	}
+	w := b.writeReadies(wr, []string{spanning.JobID}, 30*time.Second)[spanning.JobID][0]
+	require.Len(t, w.Streams, 3)
+	require.Len(t, w.Operations, 3)
+	for n, op := range w.Operations {
+		require.Equal(t, spanning.JobID, op.JobID)
+		require.Contains(t, []string{model.OpID(spanning.JobID, 0), model.OpID(spanning.JobID, 1), model.OpID(spanning.JobID, 2)}, op.OpID, "operation %d", n)
+	}
+}
