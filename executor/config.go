@@ -112,7 +112,8 @@ type Config struct {
 	// context ends or Close is called. Default 30s.
 	ShutdownTimeout time.Duration
 
-	// Logger receives the executor's logs. Default: none.
+	// Logger receives the executor's logs, unnamed (the caller names it);
+	// franz-go's go to its "kafka" child. Default: none.
 	Logger *zap.Logger
 	// Registerer receives the executor's metrics (doclog_executor_*).
 	// Default: a private registry.

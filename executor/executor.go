@@ -162,7 +162,7 @@ func New(cfg Config) (*Executor, error) {
 	}
 	e := &Executor{
 		cfg:      cfg,
-		log:      cfg.Logger.Named("executor"),
+		log:      cfg.Logger,
 		cache:    cfg.Cache,
 		decoder:  record.Decoder{MaxBytes: cfg.MaxRecordBytes},
 		parts:    map[int32]*partition{},
