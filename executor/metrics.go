@@ -1,11 +1,11 @@
 package executor
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/doclog/doclog/internal/telemetry"
 	"github.com/doclog/doclog/record"
 )
 
@@ -49,40 +49,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		outage: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "unavailable",
 			Help: "1 while Postgres or Kafka is unavailable and fetching is paused."}),
 	}
-	var err error
-	reuse(reg, &m.stage, &err)
-	reuse(reg, &m.batchJobs, &err)
-	reuse(reg, &m.batchOps, &err)
-	reuse(reg, &m.conflicts, &err)
-	reuse(reg, &m.retries, &err)
-	reuse(reg, &m.deadLetters, &err)
-	reuse(reg, &m.jobs, &err)
-	reuse(reg, &m.latency, &err)
-	reuse(reg, &m.outage, &err)
+	m.stage = telemetry.Reuse(reg, m.stage)
+	m.batchJobs = telemetry.Reuse(reg, m.batchJobs)
+	m.batchOps = telemetry.Reuse(reg, m.batchOps)
+	m.conflicts = telemetry.Reuse(reg, m.conflicts)
+	m.retries = telemetry.Reuse(reg, m.retries)
+	m.deadLetters = telemetry.Reuse(reg, m.deadLetters)
+	m.jobs = telemetry.Reuse(reg, m.jobs)
+	m.latency = telemetry.Reuse(reg, m.latency)
+	m.outage = telemetry.Reuse(reg, m.outage)
 	// Known label values start at 0, so a dashboard's rate() sees the first
 	// dead letter of a kind rather than a series appearing from nowhere.
 	for _, t := range record.ErrorTypes() {
 		m.deadLetters.WithLabelValues(string(t))
 	}
-	return m, err
-}
-
-// reuse registers *c, or points it at the collector already registered under
-// its name, so several members sharing a registry share their series.
-func reuse[C prometheus.Collector](reg prometheus.Registerer, c *C, errp *error) {
-	if *errp != nil {
-		return
-	}
-	if err := reg.Register(*c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				*c = existing
-				return
-			}
-		}
-		*errp = err
-	}
+	return m, nil
 }
 
 // since observes the time since start under stage.

@@ -1,7 +1,7 @@
 package projectors
 
 import (
-	"errors"
+	"github.com/doclog/doclog/internal/telemetry"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -26,53 +26,39 @@ type metrics struct {
 	jobLatency *prometheus.HistogramVec
 }
 
-// register returns c, or the collector already registered under its
-// descriptor, so two runners (or a runner rebuilt in a test) share series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
-}
-
 func newMetrics(reg prometheus.Registerer, projector string) *metrics {
 	const ns, sub = "doclog", "projector"
 	label := []string{"projector"}
 	counter := func(name, help string) prometheus.Counter {
-		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, label)).WithLabelValues(projector)
+		return telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, label)).WithLabelValues(projector)
 	}
 	return &metrics{
 		batches: counter("batches_total", "Batch transactions committed."),
-		batchRecords: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		batchRecords: telemetry.Reuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "batch_records", Help: "Write-ready records per batch.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 8),
 		}, label)).WithLabelValues(projector),
-		stage: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		stage: telemetry.Reuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "stage_seconds", Help: "Duration of a batch stage (decode, transaction, commit, reconcile).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}, []string{"projector", "stage"})),
 		applied: counter("operations_applied_total", "Operations verified and applied."),
-		healed: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		healed: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "operations_healed_total", Help: "Operations read from the log instead of a record (gap, omitted, reconciler).",
 		}, []string{"projector", "source"})),
 		redelivered: counter("operations_redelivered_total", "Operations skipped because they were already applied."),
 		quarantines: counter("quarantines_total", "Streams quarantined: an operation could not be applied or its hash disagreed."),
-		quarantined: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		quarantined: telemetry.Reuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "quarantined_streams", Help: "Streams currently quarantined (alert when above 0).",
 		}, label)).WithLabelValues(projector),
-		errors: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		errors: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "errors_total", Help: "Errors by kind (batch, decode, fetch, commit, reconcile, assign).",
 		}, []string{"projector", "kind"})),
 		fenced: counter("fenced_batches_total", "Batches refused because the partition moved to another member."),
-		lag: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		lag: telemetry.Reuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "lag_records", Help: "Records behind the high watermark per partition, as of the last fetch.",
 		}, []string{"projector", "partition"})),
-		jobLatency: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		jobLatency: telemetry.Reuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "job_latency_seconds",
 			Help:    "Seconds from a job's submission (from=submit) or write-ready commit (from=write) until the projector committed it; docview's from=submit is submit→READ_READY.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),

@@ -1,7 +1,7 @@
 package readstore
 
 import (
-	"errors"
+	"github.com/doclog/doclog/internal/telemetry"
 	"net/http"
 	"strconv"
 	"time"
@@ -29,42 +29,28 @@ type metrics struct {
 	lookups     *prometheus.CounterVec
 }
 
-// register returns c, or the collector already registered under its
-// descriptor, so that two handlers on one registry share series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
-}
-
 func newMetrics(reg prometheus.Registerer) *metrics {
 	const ns, sub = "doclog", "readstore"
 	return &metrics{
-		requests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total", Help: "Requests by route pattern and HTTP status.",
 		}, []string{"route", "code"})),
-		duration: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: telemetry.Reuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "request_seconds", Help: "Request duration by route pattern, token waits included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}, []string{"route"})),
-		waits: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		waits: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "token_waits_total",
 			Help: "Reads carrying a consistency token by source and outcome (reached_at_once, reached, timeout, quarantined, closed, error).",
 		}, []string{"source", "outcome"})),
-		waitSeconds: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		waitSeconds: telemetry.Reuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "token_wait_seconds", Help: "How long reads waited for their source to reach their token.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
 		}, []string{"source"})),
-		waiting: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+		waiting: telemetry.Reuse(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "waiting_reads", Help: "Reads waiting on the shared poller now.",
 		})),
-		lookups: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		lookups: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "poller_lookups_total", Help: "Progress lookups of the shared poller, by source.",
 		}, []string{"source"})),
 	}

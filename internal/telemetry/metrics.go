@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,4 +41,24 @@ func Register(r prometheus.Registerer, cs ...prometheus.Collector) error {
 		}
 	}
 	return nil
+}
+
+// Reuse registers c and returns it or, when a collector of the same
+// description is registered already (two members or runners in one process
+// share a registry), returns that one so both count into the same series.
+// Any other failure is a programming error (a clash of names or labels) and
+// panics, as prometheus.MustRegister does: silently unregistered series are
+// worse than a crash the tests catch.
+func Reuse[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	panic(fmt.Sprintf("registering a metrics collector: %v", err))
 }
