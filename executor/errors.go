@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"syscall"
 	"time"
 
@@ -128,20 +127,15 @@ func (e *produceError) Error() string {
 
 func (e *produceError) Unwrap() error { return e.err }
 
-// sqlStater is implemented by Postgres driver errors (pgconn.PgError); the
-// executor sees the log only through oplog.Store and never imports pgx.
-type sqlStater interface{ SQLState() string }
-
-// safeToRetrier is implemented by driver errors that know the request never
-// reached the server (pgconn's connect and send errors).
-type safeToRetrier interface{ SafeToRetry() bool }
-
 // isUnavailable reports whether err means a dependency (Postgres, Kafka)
 // could not be reached or went away: not the job's fault, so it is retried
 // without limit and never fails a job.
 func isUnavailable(err error) bool {
 	if err == nil {
 		return false
+	}
+	if oplog.IsUnavailable(err) { // the log classifies its own driver's errors
+		return true
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
@@ -154,27 +148,11 @@ func isUnavailable(err error) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
-	var st sqlStater
-	if errors.As(err, &st) {
-		code := st.SQLState()
-		// 08: connection exception; 57P01-03: admin or crash shutdown, cannot
-		// connect now; 53300: too many connections.
-		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" ||
-			code == "57P03" || code == "53300"
-	}
-	var sr safeToRetrier
-	if errors.As(err, &sr) && sr.SafeToRetry() {
-		return true
-	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		return ke.Retriable
 	}
-	// pgx reports a connection that broke mid-statement with a plain
-	// message; match it rather than import the driver.
-	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection reset") ||
-		strings.Contains(msg, "broken pipe") || strings.Contains(msg, "failed to connect")
+	return false
 }
 
 // errorInfo flattens err for storage and transport. The name is the model's

@@ -16,12 +16,6 @@ import (
 	"github.com/doclog/doclog/record"
 )
 
-// pgError mimics the driver's error: the executor sees only its SQLState.
-type pgError struct{ code string }
-
-func (e *pgError) Error() string    { return "pg error " + e.code }
-func (e *pgError) SQLState() string { return e.code }
-
 func TestIsUnavailable(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -32,10 +26,9 @@ func TestIsUnavailable(t *testing.T) {
 		{fmt.Errorf("read: %w", context.DeadlineExceeded), true},
 		{fmt.Errorf("dial: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), true},
 		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
-		{fmt.Errorf("append: %w", &pgError{"57P01"}), true},
-		{fmt.Errorf("append: %w", &pgError{"08006"}), true},
-		{fmt.Errorf("append: %w", &pgError{"23505"}), false},
-		{fmt.Errorf("append: %w", &pgError{"22P02"}), false},
+		// The log classifies its own driver's errors (log/postgres).
+		{fmt.Errorf("append: %w", &oplog.Unavailable{Err: errors.New("57P01 terminating connection")}), true},
+		{fmt.Errorf("append: %w", errors.New("23505 duplicate key")), false},
 		{&oplog.RevisionMismatch{}, false},
 		{errors.New("something else"), false},
 	} {

@@ -121,3 +121,20 @@ func ErrorName(err error) string {
 	}
 	return ""
 }
+
+// Unavailable reports that the log's database could not be reached or lost
+// the connection mid-request: nothing is wrong with the request. Callers
+// retry once the database is back, without counting it against a job's
+// retries (DESIGN §6).
+type Unavailable struct {
+	Err error
+}
+
+func (e *Unavailable) Error() string { return "operation log unavailable: " + e.Err.Error() }
+func (e *Unavailable) Unwrap() error { return e.Err }
+
+// IsUnavailable reports whether err is, or wraps, *Unavailable.
+func IsUnavailable(err error) bool {
+	var u *Unavailable
+	return errors.As(err, &u)
+}

@@ -254,7 +254,8 @@ func (l *landed) scanTx(row pgx.Row) error {
 }
 
 // Append implements log.Store.
-func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) ([]oplog.AppendResult, error) {
+func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) (_ []oplog.AppendResult, err error) {
+	defer markUnavailable(&err)
 	results := make([]oplog.AppendResult, len(reqs))
 	plans := make([]*plan, 0, len(reqs))
 	for i := range reqs {
@@ -270,10 +271,7 @@ func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) ([]oplog
 		return results, nil
 	}
 
-	var (
-		l   *landed
-		err error
-	)
+	var l *landed
 	if independent(plans) {
 		l, err = s.appendPipelined(ctx, plans)
 		if err != nil && requestError(err) {

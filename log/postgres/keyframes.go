@@ -11,8 +11,9 @@ import (
 )
 
 // PutKeyframe implements log.Store.
-func (s *Store) PutKeyframe(ctx context.Context, kf oplog.Keyframe) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO keyframes (document_id, scope, branch, idx, document_type, model_version, state, hash)
+func (s *Store) PutKeyframe(ctx context.Context, kf oplog.Keyframe) (err error) {
+	defer markUnavailable(&err)
+	_, err = s.pool.Exec(ctx, `INSERT INTO keyframes (document_id, scope, branch, idx, document_type, model_version, state, hash)
 VALUES ($1, $2, $3, $4, $5, $6, $7::text::json, $8)
 ON CONFLICT (document_id, scope, branch, idx) DO UPDATE
 SET document_type = excluded.document_type, model_version = excluded.model_version,
@@ -36,7 +37,8 @@ func scanKeyframe(row pgx.Row) (oplog.Keyframe, error) {
 }
 
 // NearestKeyframe implements log.Store.
-func (s *Store) NearestKeyframe(ctx context.Context, stream oplog.StreamKey, atOrBelow int64) (oplog.Keyframe, bool, error) {
+func (s *Store) NearestKeyframe(ctx context.Context, stream oplog.StreamKey, atOrBelow int64) (_ oplog.Keyframe, _ bool, err error) {
+	defer markUnavailable(&err)
 	kf, err := scanKeyframe(s.pool.QueryRow(ctx, `SELECT `+keyframeColumns+` FROM keyframes
 WHERE document_id = $1 AND scope = $2 AND branch = $3 AND idx <= $4
 ORDER BY idx DESC LIMIT 1`, stream.DocumentID, stream.Scope, stream.Branch, atOrBelow))
@@ -50,7 +52,8 @@ ORDER BY idx DESC LIMIT 1`, stream.DocumentID, stream.Scope, stream.Branch, atOr
 }
 
 // ListKeyframes implements log.Store.
-func (s *Store) ListKeyframes(ctx context.Context, stream oplog.StreamKey) ([]oplog.Keyframe, error) {
+func (s *Store) ListKeyframes(ctx context.Context, stream oplog.StreamKey) (_ []oplog.Keyframe, err error) {
+	defer markUnavailable(&err)
 	rows, err := s.pool.Query(ctx, `SELECT `+keyframeColumns+` FROM keyframes
 WHERE document_id = $1 AND scope = $2 AND branch = $3 ORDER BY idx`, stream.DocumentID, stream.Scope, stream.Branch)
 	if err != nil {
@@ -72,7 +75,8 @@ WHERE document_id = $1 AND scope = $2 AND branch = $3 ORDER BY idx`, stream.Docu
 }
 
 // DeleteKeyframes implements log.Store.
-func (s *Store) DeleteKeyframes(ctx context.Context, stream oplog.StreamKey) (int64, error) {
+func (s *Store) DeleteKeyframes(ctx context.Context, stream oplog.StreamKey) (_ int64, err error) {
+	defer markUnavailable(&err)
 	tag, err := s.pool.Exec(ctx, `DELETE FROM keyframes WHERE document_id = $1 AND scope = $2 AND branch = $3`,
 		stream.DocumentID, stream.Scope, stream.Branch)
 	if err != nil {

@@ -63,7 +63,10 @@ func (s *Store) Close() {
 }
 
 // Ping reports whether the database answers, for readiness checks.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer markUnavailable(&err)
+	return s.pool.Ping(ctx)
+}
 
 // Migrate applies pending migrations (see the package function Migrate).
 func (s *Store) Migrate(ctx context.Context) ([]int, error) { return Migrate(ctx, s.pool) }

@@ -183,3 +183,29 @@ func TestDeleteJobResultsBefore(t *testing.T) {
 	require.Len(t, left, 1)
 	require.Contains(t, left, ids[2])
 }
+
+func TestUnavailableIsTyped(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Nothing listens on port 1: every call fails to connect.
+	pool, err := pgxpool.New(ctx, "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=2")
+	require.NoError(t, err)
+	defer pool.Close()
+	down := postgres.New(pool)
+	k := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	_, err = down.ReadStream(ctx, k, 0, 0)
+	require.True(t, oplog.IsUnavailable(err), "a refused connection is unavailability: %v", err)
+	_, err = down.Append(ctx, []oplog.AppendRequest{{DocumentID: "d", Jobs: []oplog.JobOutcome{{JobID: "j", Status: oplog.JobFailed}}}})
+	require.True(t, oplog.IsUnavailable(err), "%v", err)
+	require.True(t, oplog.IsUnavailable(down.Ping(ctx)))
+
+	// A statement the database refuses is not.
+	up := postgres.New(newPool(t, true))
+	err = up.PutKeyframe(ctx, oplog.Keyframe{Stream: k, Index: 0, State: []byte("{not json"), Hash: "h", DocumentType: "x"})
+	require.Error(t, err)
+	require.False(t, oplog.IsUnavailable(err), "%v", err)
+	_, err = up.Tail(ctx, "garbage", 1)
+	require.Error(t, err)
+	require.False(t, oplog.IsUnavailable(err))
+}

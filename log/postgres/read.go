@@ -45,7 +45,8 @@ func scanOperations(rows pgx.Rows, limitHint int) ([]oplog.Operation, error) {
 }
 
 // ReadStream implements log.Store.
-func (s *Store) ReadStream(ctx context.Context, stream oplog.StreamKey, fromIndex int64, limit int) ([]oplog.Operation, error) {
+func (s *Store) ReadStream(ctx context.Context, stream oplog.StreamKey, fromIndex int64, limit int) (_ []oplog.Operation, err error) {
+	defer markUnavailable(&err)
 	lim := any(nil)
 	if limit > 0 {
 		lim = limit
@@ -88,7 +89,8 @@ func (c cursor) String() oplog.Cursor {
 // Tail implements log.Store. Rows are returned in (txid, ordinal) order and
 // only when their transaction is below the oldest transaction still running:
 // every row that can still commit sorts after the cursor handed out.
-func (s *Store) Tail(ctx context.Context, after oplog.Cursor, limit int) (oplog.TailPage, error) {
+func (s *Store) Tail(ctx context.Context, after oplog.Cursor, limit int) (_ oplog.TailPage, err error) {
+	defer markUnavailable(&err)
 	c, err := parseCursor(after)
 	if err != nil {
 		return oplog.TailPage{}, err
@@ -115,7 +117,8 @@ ORDER BY txid, ordinal LIMIT $3`, strconv.FormatUint(c.txid, 10), c.ordinal, lim
 }
 
 // Revisions implements log.Store.
-func (s *Store) Revisions(ctx context.Context, documentID, branch string) (oplog.Revisions, error) {
+func (s *Store) Revisions(ctx context.Context, documentID, branch string) (_ oplog.Revisions, err error) {
+	defer markUnavailable(&err)
 	rows, err := s.pool.Query(ctx, `SELECT scope, max(idx) + 1, max(ts_utc_ms) FROM operations
 WHERE document_id = $1 AND branch = $2 GROUP BY scope`, documentID, branch)
 	if err != nil {
@@ -169,9 +172,10 @@ FROM unnest($1::text[], $2::text[], $3::text[]) AS s(document_id, scope, branch)
 }
 
 // StreamLatestTimestamp implements log.Store.
-func (s *Store) StreamLatestTimestamp(ctx context.Context, stream oplog.StreamKey) (int64, bool, error) {
+func (s *Store) StreamLatestTimestamp(ctx context.Context, stream oplog.StreamKey) (_ int64, _ bool, err error) {
+	defer markUnavailable(&err)
 	var ts *int64
-	err := s.pool.QueryRow(ctx, `SELECT max(ts_utc_ms) FROM operations
+	err = s.pool.QueryRow(ctx, `SELECT max(ts_utc_ms) FROM operations
 WHERE document_id = $1 AND scope = $2 AND branch = $3`, stream.DocumentID, stream.Scope, stream.Branch).Scan(&ts)
 	if err != nil {
 		return 0, false, fmt.Errorf("reading latest timestamp of %s: %w", stream, err)
@@ -185,7 +189,8 @@ WHERE document_id = $1 AND scope = $2 AND branch = $3`, stream.DocumentID, strea
 // ListDocuments implements log.Store with a loose index scan over the
 // primary key, so paging costs one index probe per document and the log needs
 // no separate documents table on its write path.
-func (s *Store) ListDocuments(ctx context.Context, after string, limit int) (oplog.DocumentPage, error) {
+func (s *Store) ListDocuments(ctx context.Context, after string, limit int) (_ oplog.DocumentPage, err error) {
+	defer markUnavailable(&err)
 	if limit <= 0 {
 		limit = 100
 	}
@@ -211,7 +216,8 @@ SELECT id FROM d WHERE id IS NOT NULL LIMIT $2`, after, limit)
 }
 
 // JobResults implements log.Store.
-func (s *Store) JobResults(ctx context.Context, jobIDs []string) (map[string]oplog.JobResult, error) {
+func (s *Store) JobResults(ctx context.Context, jobIDs []string) (_ map[string]oplog.JobResult, err error) {
+	defer markUnavailable(&err)
 	out := make(map[string]oplog.JobResult, len(jobIDs))
 	if len(jobIDs) == 0 {
 		return out, nil
