@@ -483,8 +483,8 @@ func (e *Executor) failJob(dw *docWork, p *pending, err error) {
 // behind it, other documents go on.
 func (e *Executor) park(p *pending, what string, err error, now time.Time) {
 	if p.waiting != what {
-		e.log.Info("job waits for its "+what, zap.String("jobId", p.job.JobID),
-			zap.String("documentId", p.job.DocumentID), zap.Error(err))
+		e.log.Info("job waits for its "+what, zap.String("job_id", p.job.JobID),
+			zap.String("document_id", p.job.DocumentID), zap.Error(err))
 	}
 	p.waiting, p.waitErr = what, err
 	p.waits++
@@ -521,8 +521,8 @@ func (e *Executor) retryLater(ctx context.Context, jobs []*pending, err error, n
 		}
 		p.notBefore = now.Add(e.backoff(p.attempts))
 		e.m.retries.Inc()
-		e.log.Warn("job retries after a transient error", zap.String("jobId", p.job.JobID),
-			zap.String("documentId", p.job.DocumentID), zap.Int("attempt", p.attempts), zap.Error(err))
+		e.log.Warn("job retries after a transient error", zap.String("job_id", p.job.JobID),
+			zap.String("document_id", p.job.DocumentID), zap.Int("attempt", p.attempts), zap.Error(err))
 	}
 	return nil
 }
@@ -547,7 +547,7 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 		for _, p := range dw.included {
 			jr, ok := byID[p.job.JobID]
 			if !ok {
-				e.log.Error("append result lacks a job; it will be looked up again", zap.String("jobId", p.job.JobID), zap.String("documentId", dw.id))
+				e.log.Error("append result lacks a job; it will be looked up again", zap.String("job_id", p.job.JobID), zap.String("document_id", dw.id))
 				continue
 			}
 			e.m.jobs.WithLabelValues(string(jr.Status), "false").Inc()
@@ -573,7 +573,7 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 				p.notBefore = now.Add(rand.N(e.cfg.RetryBaseDelay + 1))
 			}
 		}
-		e.log.Debug("append conflict: reloading", zap.String("documentId", dw.id), zap.Error(res.Err))
+		e.log.Debug("append conflict: reloading", zap.String("document_id", dw.id), zap.Error(res.Err))
 		return
 	}
 	var dup *oplog.DuplicateOperation
@@ -592,7 +592,7 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 			p.fail = res.Err
 		}
 	}
-	e.log.Error("append refused", zap.String("documentId", dw.id), zap.Error(res.Err))
+	e.log.Error("append refused", zap.String("document_id", dw.id), zap.Error(res.Err))
 }
 
 // reannounce rebuilds the announcement of a job that already has a result:
@@ -610,8 +610,8 @@ func (e *Executor) reannounce(ctx context.Context, p *pending, jr oplog.JobResul
 			ops = append(ops, got...)
 		}
 	}
-	e.log.Info("job already has a result: announcing it again", zap.String("jobId", p.job.JobID),
-		zap.String("documentId", p.job.DocumentID), zap.String("status", string(jr.Status)))
+	e.log.Info("job already has a result: announcing it again", zap.String("job_id", p.job.JobID),
+		zap.String("document_id", p.job.DocumentID), zap.String("status", string(jr.Status)))
 	e.m.jobs.WithLabelValues(string(jr.Status), "true").Inc()
 	e.announce(p, jr, ops, now)
 	return nil
@@ -626,13 +626,13 @@ func (e *Executor) announce(p *pending, jr oplog.JobResult, ops []oplog.Operatio
 	switch jr.Status {
 	case oplog.JobWriteReady:
 		out, err = e.writeReadyRecord(p, jr, ops, now)
-		e.log.Debug("job committed", zap.String("jobId", p.job.JobID), zap.String("documentId", p.job.DocumentID))
+		e.log.Debug("job committed", zap.String("job_id", p.job.JobID), zap.String("document_id", p.job.DocumentID))
 	default:
 		out, err = e.deadLetterRecord(p, jr, now)
 	}
 	p.settled = true
 	if err != nil {
-		e.log.Error("build announcement record", zap.String("jobId", p.job.JobID), zap.String("documentId", p.job.DocumentID), zap.Error(err))
+		e.log.Error("build announcement record", zap.String("job_id", p.job.JobID), zap.String("document_id", p.job.DocumentID), zap.Error(err))
 		return
 	}
 	p.out = append(p.out[:0], out)
@@ -706,8 +706,8 @@ func (e *Executor) deadLetterRecord(p *pending, jr oplog.JobResult, now time.Tim
 		Source:    record.SourceOf(p.rec),
 		FailedAt:  now,
 	}
-	e.log.Info("job failed", zap.String("jobId", p.job.JobID), zap.String("documentId", p.job.DocumentID),
-		zap.String("errorType", string(dl.ErrorType)), zap.String("error", last.Name+": "+last.Message))
+	e.log.Info("job failed", zap.String("job_id", p.job.JobID), zap.String("document_id", p.job.DocumentID),
+		zap.String("error_type", string(dl.ErrorType)), zap.String("error", last.Name+": "+last.Message))
 	e.m.deadLetters.WithLabelValues(string(dl.ErrorType)).Inc()
 	return record.NewDeadLetterRecord(e.cfg.Topics.DeadLetters, dl)
 }

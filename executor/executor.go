@@ -503,7 +503,7 @@ func (e *Executor) admit(rec *kgo.Record, now time.Time) {
 		dl := record.NewUndecodableDeadLetter(rec, err, now)
 		e.log.Warn("undecodable job record dead-lettered",
 			zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),
-			zap.String("errorType", string(dl.ErrorType)), zap.Error(err))
+			zap.String("error_type", string(dl.ErrorType)), zap.Error(err))
 		p.settled = true
 		e.m.deadLetters.WithLabelValues(string(dl.ErrorType)).Inc()
 		if out, err := record.NewDeadLetterRecord(e.cfg.Topics.DeadLetters, dl); err != nil {
