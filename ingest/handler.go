@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/doclog/doclog/internal/httpapi"
+	"github.com/doclog/doclog/internal/telemetry"
+	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"sync"
 	"time"
@@ -85,6 +87,9 @@ type Deps struct {
 	ReadReady ReadReadiness
 	// Logger logs with job and document ids. Default: no logging.
 	Logger *zap.Logger
+	// Registerer receives the API's metrics (doclog_ingest_*). Default: a
+	// private registry.
+	Registerer prometheus.Registerer
 }
 
 // Handler is the ingest API as an http.Handler. Close it when done: it wakes
@@ -99,6 +104,8 @@ type Handler struct {
 	poller    *poller
 	bearer    httpapi.Bearer
 	mux       *http.ServeMux
+	served    http.Handler // mux, observed by request metrics
+	produced  prometheus.Histogram
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -148,11 +155,21 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		_, _ = w.Write(OpenAPI)
 	})
 	h.mux = mux
+	reg := deps.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	h.served = httpapi.NewRequestMetrics(reg, "ingest").Wrap(mux)
+	h.produced = telemetry.Reuse(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: telemetry.Namespace, Subsystem: "ingest", Name: "produce_seconds",
+		Help:    "Seconds from producing a job's record to the broker's acknowledgement (acks=all).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 3, 12),
+	}))
 	return h, nil
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.served.ServeHTTP(w, r) }
 
 // Close wakes every long-polling client (each is answered with the status
 // it has now), stops the poller and makes /readyz fail. It is safe to call
@@ -351,9 +368,11 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 // producer.
 func (h *Handler) produce(ctx context.Context, rec *kgo.Record) error {
 	acked := make(chan error, 1)
+	start := time.Now()
 	h.producer.Produce(ctx, rec, func(_ *kgo.Record, err error) { acked <- err })
 	select {
 	case err := <-acked:
+		h.produced.Observe(time.Since(start).Seconds())
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("wait for the broker's acknowledgement: %w", context.Cause(ctx))

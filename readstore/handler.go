@@ -54,6 +54,7 @@ type Handler struct {
 	m        *metrics
 	bearer   httpapi.Bearer
 	mux      *http.ServeMux
+	served   http.Handler // mux, observed by request metrics
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -105,16 +106,12 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		_, _ = w.Write(OpenAPI)
 	})
 	h.mux = mux
+	h.served = httpapi.NewRequestMetrics(reg, "readstore").Wrap(mux)
 	return h, nil
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
-	h.mux.ServeHTTP(sw, r) // sets r.Pattern to the route it matched
-	h.m.observe(r, sw.status, start)
-}
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.served.ServeHTTP(w, r) }
 
 // Close answers every waiting read with 503, stops the poller and makes
 // /readyz fail. It is safe to call more than once.

@@ -147,6 +147,7 @@ func TestDevEndToEnd(t *testing.T) {
 		`doclog_projector_job_latency_seconds_bucket{from="submit",projector="docview"`,
 		"doclog_pgxpool_acquire_seconds_total", "doclog_pgxpool_empty_acquire_wait_seconds_total", "doclog_pgxpool_total_conns",
 		"doclog_postgres_oldest_transaction_seconds", "doclog_readstore_requests_total",
+		`doclog_ingest_requests_total{code="202",route="POST /v1/documents"}`, "doclog_ingest_produce_seconds_bucket",
 	} {
 		require.Contains(t, string(scrape), series, "/metrics lacks %s", series)
 	}

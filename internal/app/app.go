@@ -176,11 +176,12 @@ func (a *App) buildIngest() error {
 		BearerTokens:  a.s.AuthTokens,
 		JobsRetention: a.s.Topics.JobsRetention,
 	}, ingest.Deps{
-		Producer:  cl,
-		Results:   a.store,
-		Registry:  a.registry,
-		ReadReady: readstore.ReadReadiness{Store: pgread.New(a.pool)},
-		Logger:    a.logger.Named("ingest"),
+		Producer:   cl,
+		Results:    a.store,
+		Registry:   a.registry,
+		ReadReady:  readstore.ReadReadiness{Store: pgread.New(a.pool)},
+		Logger:     a.logger.Named("ingest"),
+		Registerer: a.metrics,
 	})
 	if err != nil {
 		return err
