@@ -14,6 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS=${RUNS:-3}
 MODES=${MODES:-single batch}
 DURATION=${DURATION:-30s}
+EXTRA=${EXTRA:-}
 OUT=${OUT:-.cache/bench-pipeline/$(date -u +%Y%m%dT%H%M%SZ)}
 work=$(mktemp -d -t doclog-bench-pipeline.XXXXXX)
 chmod 755 "$work"
