@@ -6,7 +6,10 @@
 # fuzz targets briefly, and stops the services whatever happens.
 #
 # Environment: GOTESTFLAGS adds flags to `go test` (e.g. -run or -v);
-# FUZZTIME sets how long each fuzz target runs (default 5s, 0 to skip).
+# FUZZTIME sets how long each fuzz target runs, as go test -fuzztime takes it
+# (default 20000x: a count of inputs, not a duration, because a duration can
+# end with a spurious "context deadline exceeded" when a worker is slow to
+# stop on a loaded machine; 0 to skip).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -45,7 +48,7 @@ echo "== go test"
 # shellcheck disable=SC2086
 go test -count=1 -timeout 25m ${GOTESTFLAGS:-} ./...
 
-fuzztime=${FUZZTIME:-5s}
+fuzztime=${FUZZTIME:-20000x}
 if [ "$fuzztime" != 0 ]; then
 	echo "== fuzzing each target for $fuzztime"
 	for pkg in $(go list ./...); do
