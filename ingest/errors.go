@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+
 	"github.com/doclog/doclog/internal/httpapi"
 )
 

@@ -5,19 +5,19 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/doclog/doclog/internal/httpapi"
-	"github.com/doclog/doclog/internal/telemetry"
-	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/internal/httpapi"
+	"github.com/doclog/doclog/internal/telemetry"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/record"
 )

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/doclog/doclog/internal/jsonvalue"
 )
 
 // jobBody is the body of POST /v1/jobs. Actions stay raw so that each is
@@ -103,7 +105,7 @@ func decodeStrict(data []byte, v any, prefix string) *APIError {
 				}
 				return bad(where, "must be an object, not %s", te.Value)
 			}
-			return bad(join(prefix, te.Field), "must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
+			return bad(join(prefix, te.Field), "must be %s, not %s", jsonvalue.Kind(te.Type.Kind().String()), te.Value)
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return bad(prefix, "malformed JSON: unexpected end of input")
 		}
@@ -127,32 +129,6 @@ func join(prefix, field string) string {
 		return field
 	}
 	return prefix + "." + field
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return "an integer"
-	case "float32", "float64":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "bool":
-		return "a boolean"
-	}
-	return "a " + goKind
-}
-
-// nullAsAbsent treats an explicit JSON null like a missing field.
-func nullAsAbsent(raw json.RawMessage) json.RawMessage {
-	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return nil
-	}
-	return raw
 }
 
 func isObject(raw []byte) bool {

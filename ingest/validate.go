@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/internal/jsonvalue"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/record"
 )
@@ -110,7 +111,7 @@ func (v *validator) build(s *submission, jobID string) (*record.Job, *APIError) 
 		Actions:          make([]oplog.Action, 0, total),
 		QueueHint:        s.queueHint,
 		MaxRetries:       s.maxRetries,
-		Meta:             nullAsAbsent(s.meta),
+		Meta:             jsonvalue.NullAsAbsent(s.meta),
 		SubmittedAtUtcMs: nowMs,
 	}
 	if s.branch != nil {
@@ -151,12 +152,12 @@ func (v *validator) action(m model.Model, raw json.RawMessage, field, jobID stri
 	if b.Scope == "" {
 		return oplog.Action{}, unprocessable(CodeInvalidField, field+".scope", "required")
 	}
-	input := nullAsAbsent(b.Input)
+	input := jsonvalue.NullAsAbsent(b.Input)
 	if len(input) > v.cfg.MaxInputBytes {
 		return oplog.Action{}, fieldError(http.StatusRequestEntityTooLarge, CodeInputTooLarge, field+".input",
 			"%d bytes, more than the %d an action's input may have", len(input), v.cfg.MaxInputBytes)
 	}
-	ctx := nullAsAbsent(b.Context)
+	ctx := jsonvalue.NullAsAbsent(b.Context)
 	if len(ctx) > 0 && !isObject(ctx) {
 		return oplog.Action{}, unprocessable(CodeInvalidField, field+".context", "must be a JSON object")
 	}

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/doclog/doclog/record"
-
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
 )
 
 const (

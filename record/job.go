@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/doclog/doclog/internal/jsonvalue"
 	oplog "github.com/doclog/doclog/log"
 )
 
@@ -277,7 +278,7 @@ func parseJob(value []byte) (*Job, error) {
 		Branch:           oplog.DefaultBranch,
 		QueueHint:        w.QueueHint,
 		MaxRetries:       w.MaxRetries,
-		Meta:             nullAsAbsent(w.Meta),
+		Meta:             jsonvalue.NullAsAbsent(w.Meta),
 		SubmittedAtUtcMs: w.SubmittedAtUtcMs,
 	}
 	if w.Branch != nil {
@@ -296,7 +297,7 @@ func parseJob(value []byte) (*Job, error) {
 		}
 		j.Actions[i] = oplog.Action{
 			ID: a.ID, Type: a.Type, Scope: a.Scope, TimestampUtcMs: *a.TimestampUtcMs,
-			Input: nullAsAbsent(a.Input), Context: nullAsAbsent(a.Context),
+			Input: jsonvalue.NullAsAbsent(a.Input), Context: jsonvalue.NullAsAbsent(a.Context),
 		}
 	}
 	if err := j.validate(false); err != nil {

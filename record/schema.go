@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/doclog/doclog/internal/jsonvalue"
 )
 
 // HeaderSchema is the Kafka record header naming a record's schema.
@@ -159,35 +161,12 @@ func jsonReason(err error) string {
 		if te.Field == "" {
 			return fmt.Sprintf("the record is a JSON %s, not an object", te.Value)
 		}
-		return fmt.Sprintf("%s: a JSON %s where %s is expected", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+		return fmt.Sprintf("%s: a JSON %s where %s is expected", te.Field, te.Value, jsonvalue.Kind(te.Type.Kind().String()))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "malformed JSON: unexpected end of the record value"
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	return msg
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return "an integer"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "bool":
-		return "a boolean"
-	}
-	return "a " + goKind
-}
-
-func nullAsAbsent(raw json.RawMessage) json.RawMessage {
-	if bytes.Equal(raw, []byte("null")) {
-		return nil
-	}
-	return raw
 }
 
 // isObject reports whether raw is a JSON object; with checkRaw false it

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/doclog/doclog/internal/jsonvalue"
 	oplog "github.com/doclog/doclog/log"
 )
 
@@ -271,7 +272,7 @@ func ParseWriteReady(value []byte) (*WriteReady, error) {
 	}
 	for i := range w.Operations {
 		a := &w.Operations[i].Action
-		a.Input, a.Context = nullAsAbsent(a.Input), nullAsAbsent(a.Context)
+		a.Input, a.Context = jsonvalue.NullAsAbsent(a.Input), jsonvalue.NullAsAbsent(a.Context)
 	}
 	if err := w.Validate(); err != nil {
 		return nil, invalid(SchemaWriteReadyV1, len(value), err)
