@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // want is what a batch knows about one stream: the operations it carries

@@ -1,9 +1,9 @@
 package projectors
 
 import (
-	"github.com/doclog/doclog/internal/telemetry"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/doclog/doclog/internal/telemetry"
 )
 
 // metrics are the runner's Prometheus series, labelled by projector so that

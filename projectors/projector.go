@@ -19,9 +19,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // Projector derives read tables from verified stream changes. The runner

@@ -2,8 +2,9 @@ package readstore
 
 import (
 	"fmt"
-	"github.com/doclog/doclog/internal/httpapi"
 	"net/http"
+
+	"github.com/doclog/doclog/internal/httpapi"
 )
 
 // Error codes of the API's error body. They are part of the contract

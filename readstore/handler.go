@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/doclog/doclog/internal/httpapi"
 	"math"
 	"net/http"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/internal/httpapi"
 	oplog "github.com/doclog/doclog/log"
 )
 

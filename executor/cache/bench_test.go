@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/cache"
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // benchStream writes a ledger whose global stream has 15 operations

@@ -26,9 +26,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // EntryOverhead is the weight added to each held snapshot on top of its

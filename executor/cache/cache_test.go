@@ -10,10 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/cache"
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 const (

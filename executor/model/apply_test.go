@@ -9,10 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/modeltest"
+	oplog "github.com/doclog/doclog/log"
 )
 
 const counterType = "test/counter"

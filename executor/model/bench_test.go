@@ -7,10 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/modeltest"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // benchDoc builds a doclog/json document whose global state's canonical form

@@ -1,9 +1,9 @@
 package analytics
 
 import (
-	"github.com/doclog/doclog/internal/telemetry"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/doclog/doclog/internal/telemetry"
 )
 
 // metrics are the projector's ClickHouse series, labelled by projector and

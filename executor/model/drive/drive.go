@@ -11,9 +11,8 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // DocumentType is the type name of this model.

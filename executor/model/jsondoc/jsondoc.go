@@ -7,9 +7,8 @@ package jsondoc
 import (
 	"encoding/json"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // DocumentType is the type name of this model.

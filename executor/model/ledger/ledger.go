@@ -7,9 +7,8 @@ package ledger
 import (
 	"unicode/utf8"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // DocumentType is the type name of this model.

@@ -13,9 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	oplog "github.com/doclog/doclog/log"
-
 	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // Doc is one document under test.
