@@ -191,6 +191,17 @@ func (a *appendArgs) add(p *plan) {
 	}
 }
 
+// columnar lays plans out as arrays and lists the streams to lock.
+func columnar(plans []*plan) (*appendArgs, []string) {
+	args := &appendArgs{}
+	var keys []string
+	for _, p := range plans {
+		args.add(p)
+		keys = p.lockKeys(keys)
+	}
+	return args, keys
+}
+
 // values are the statement's arguments; the numbers are their placeholders
 // in appendSQL.
 func (a *appendArgs) values() []any {
@@ -272,12 +283,18 @@ func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) (_ []opl
 	}
 
 	var l *landed
-	if independent(plans) {
+	switch {
+	case independent(plans) && s.copyMin > 0 && countOperations(plans) >= s.copyMin:
+		l, err = s.appendCopy(ctx, plans)
+		if err != nil && requestError(err) {
+			l, err = s.appendOneByOne(ctx, plans)
+		}
+	case independent(plans):
 		l, err = s.appendPipelined(ctx, plans)
 		if err != nil && requestError(err) {
 			l, err = s.appendOneByOne(ctx, plans)
 		}
-	} else {
+	default:
 		l, err = s.appendOneByOne(ctx, plans)
 	}
 	if err != nil {
@@ -301,6 +318,14 @@ func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) (_ []opl
 		}
 	}
 	return results, nil
+}
+
+func countOperations(plans []*plan) int {
+	n := 0
+	for _, p := range plans {
+		n += len(p.actions)
+	}
+	return n
 }
 
 // stored returns a landed plan's operations and job results as stored.
@@ -361,12 +386,7 @@ func (s *Store) rereadOrdinals(ctx context.Context, ops []oplog.Operation) error
 
 // appendPipelined runs the whole batch as one round trip.
 func (s *Store) appendPipelined(ctx context.Context, plans []*plan) (*landed, error) {
-	var args appendArgs
-	var keys []string
-	for _, p := range plans {
-		args.add(p)
-		keys = p.lockKeys(keys)
-	}
+	args, keys := columnar(plans)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquiring a connection to append: %w", err)

@@ -34,9 +34,9 @@ func benchOps(k oplog.StreamKey, job string, from int64, n int) []oplog.Operatio
 
 // appendBench appends docs documents × opsPer operations per Append call
 // and reports rows/s.
-func appendBench(b *testing.B, docs, opsPer int) {
+func appendBench(b *testing.B, docs, opsPer int, opts ...postgres.Option) {
 	pool := newPool(b, true)
-	store := postgres.New(pool)
+	store := postgres.New(pool, opts...)
 	ctx := context.Background()
 	keys := make([]oplog.StreamKey, docs)
 	revs := make([]int64, docs)
@@ -73,8 +73,26 @@ func appendBench(b *testing.B, docs, opsPer int) {
 // BenchmarkAppendSingle is (a): one stream, one operation per Append.
 func BenchmarkAppendSingle(b *testing.B) { appendBench(b, 1, 1) }
 
-// BenchmarkAppendBatch is (b): 100 documents per Append, 10 operations each.
+// BenchmarkAppendBatch is (b): 100 documents per Append, 10 operations each,
+// as the store writes it by default (the copy path, at 1,000 operations).
 func BenchmarkAppendBatch(b *testing.B) { appendBench(b, 100, 10) }
+
+// BenchmarkAppendPath compares the two ways a batch is written at several
+// sizes, to place DefaultCopyThreshold: docs documents of one operation
+// each (an executor batch in mode single) through the one-round-trip insert
+// and through the copy path.
+func BenchmarkAppendPath(b *testing.B) {
+	for _, docs := range []int{1, 4, 16, 64, 256, 1000} {
+		for _, path := range []struct {
+			name      string
+			threshold int
+		}{{"insert", 0}, {"copy", 1}} {
+			b.Run(fmt.Sprintf("ops=%d/path=%s", docs, path.name), func(b *testing.B) {
+				appendBench(b, docs, 1, postgres.WithCopyThreshold(path.threshold))
+			})
+		}
+	}
+}
 
 // BenchmarkCopyBaseline is (c): a raw COPY of the same 1,000 rows per
 // iteration into a table created LIKE operations INCLUDING ALL — no guard,

@@ -40,30 +40,44 @@ func newPool(t testing.TB, migrate bool) *pgxpool.Pool {
 	return pool
 }
 
+// TestConformance runs the log's conformance suite against both ways a
+// batch is written: the one-round-trip guarded insert and the copy path
+// (copy.go), each forced for every batch.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	logtest.Run(t, logtest.Harness{
-		NewStore: func(t *testing.T) oplog.Store {
-			return postgres.New(newPool(t, true))
-		},
-		HoldTransaction: func(t *testing.T, s oplog.Store, op oplog.Operation) func() {
-			pool := s.(*postgres.Store).Pool()
-			ctx := context.Background()
-			tx, err := pool.Begin(ctx)
-			require.NoError(t, err)
-			action, err := json.Marshal(op.Action)
-			require.NoError(t, err)
-			_, err = tx.Exec(ctx, `INSERT INTO operations (document_id, scope, branch, idx, skip, op_id, job_id,
-document_type, model_version, hash, ts_utc_ms, action_id, action) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13::text::json)`,
-				op.DocumentID, op.Scope, op.Branch, op.Index, op.Skip, op.OpID, op.JobID, op.DocumentType, op.Version,
-				op.Hash, op.TimestampUtcMs, op.Action.ID, string(action))
-			require.NoError(t, err)
-			var once sync.Once
-			commit := func() { once.Do(func() { require.NoError(t, tx.Commit(ctx)) }) }
-			t.Cleanup(commit)
-			return commit
-		},
-	})
+	for _, c := range []struct {
+		name      string
+		threshold int
+	}{{"insert", 0}, {"copy", 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			logtest.Run(t, logtest.Harness{
+				NewStore: func(t *testing.T) oplog.Store {
+					return postgres.New(newPool(t, true), postgres.WithCopyThreshold(c.threshold))
+				},
+				HoldTransaction: holdTransaction,
+			})
+		})
+	}
+}
+
+// holdTransaction writes op in a transaction left open until commit is called.
+func holdTransaction(t *testing.T, s oplog.Store, op oplog.Operation) func() {
+	pool := s.(*postgres.Store).Pool()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	action, err := json.Marshal(op.Action)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO operations (document_id, scope, branch, idx, skip, op_id, job_id,
+	document_type, model_version, hash, ts_utc_ms, action_id, action) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13::text::json)`,
+		op.DocumentID, op.Scope, op.Branch, op.Index, op.Skip, op.OpID, op.JobID, op.DocumentType, op.Version,
+		op.Hash, op.TimestampUtcMs, op.Action.ID, string(action))
+	require.NoError(t, err)
+	var once sync.Once
+	commit := func() { once.Do(func() { require.NoError(t, tx.Commit(ctx)) }) }
+	t.Cleanup(commit)
+	return commit
 }
 
 func TestMigrateTwice(t *testing.T) {
