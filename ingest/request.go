@@ -87,14 +87,15 @@ func decodeStrict(data []byte, v any, prefix string) *APIError {
 		}
 		return bad(prefix, "empty")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := jsonvalue.DecodeStrict(data, v); err != nil {
 		var (
 			se *json.SyntaxError
 			te *json.UnmarshalTypeError
+			td *jsonvalue.TrailingDataError
 		)
 		switch {
+		case errors.As(err, &td):
+			return bad(prefix, "malformed JSON: data after the JSON value at byte %d", td.Offset)
 		case errors.As(err, &se):
 			return bad(prefix, "malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 		case errors.As(err, &te):
@@ -117,9 +118,6 @@ func decodeStrict(data []byte, v any, prefix string) *APIError {
 			return bad(join(prefix, name), "unknown field")
 		}
 		return bad(prefix, "%s", msg)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return bad(prefix, "malformed JSON: data after the JSON value at byte %d", dec.InputOffset())
 	}
 	return nil
 }

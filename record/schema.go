@@ -131,13 +131,12 @@ func decodeStrict(schema string, data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return fail("record value is not valid UTF-8", nil)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := jsonvalue.DecodeStrict(data, v); err != nil {
+		var td *jsonvalue.TrailingDataError
+		if errors.As(err, &td) {
+			return fail(fmt.Sprintf("malformed JSON: data after the record's JSON value at byte %d", td.Offset), err)
+		}
 		return fail(jsonReason(err), err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fail(fmt.Sprintf("malformed JSON: data after the record's JSON value at byte %d", dec.InputOffset()), err)
 	}
 	return nil
 }

@@ -161,3 +161,15 @@ func BenchmarkEncodeWriteReady(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkDecodeWriteReady(b *testing.B) {
+	rec, err := record.NewWriteReadyRecord("wr", sampleWriteReady(), 0)
+	require.NoError(b, err)
+	b.SetBytes(int64(len(rec.Value)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := record.DecodeWriteReady(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
-// Package jsonvalue holds the small JSON helpers the decoders of doclog's
-// wire contracts (the job record, the ingest API) share, so both describe a
-// value and treat null the same way.
+// Package jsonvalue holds the JSON helpers the decoders of doclog's wire
+// contracts (the Kafka records, the ingest API) share, so they decode
+// strictly the same way (DecodeStrict), describe a value and treat null the
+// same way.
 package jsonvalue
 
 import (

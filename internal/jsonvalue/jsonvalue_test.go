@@ -21,3 +21,42 @@ func TestNullAsAbsent(t *testing.T) {
 	require.Nil(t, jsonvalue.NullAsAbsent(json.RawMessage(" null\n")))
 	require.Equal(t, json.RawMessage(`{"a":1}`), jsonvalue.NullAsAbsent(json.RawMessage(`{"a":1}`)))
 }
+
+func TestDecodeStrict(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		N int64 `json:"n"`
+	}
+	type body struct {
+		Name  string          `json:"name"`
+		Raw   json.RawMessage `json:"raw"`
+		Inner []inner         `json:"inner"`
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     body
+		err      string // error text as encoding/json (v1) words it
+	}{
+		{name: "fast path", in: `{"name":"a","raw":{"x": [1, 2]},"inner":[{"n":7}]}`,
+			want: body{Name: "a", Raw: json.RawMessage(`{"x": [1, 2]}`), Inner: []inner{{N: 7}}}},
+		{name: "v1 leniency: names match case-insensitively", in: `{"NAME":"a"}`, want: body{Name: "a"}},
+		{name: "v1 leniency: the last duplicate wins", in: `{"name":"a","name":"b"}`, want: body{Name: "b"}},
+		{name: "unknown field", in: `{"name":"a","nam":"b"}`, err: `json: unknown field "nam"`},
+		{name: "unknown nested field", in: `{"inner":[{"n":1,"m":2}]}`, err: `json: unknown field "m"`},
+		{name: "wrong type", in: `{"inner":[{"n":"1"}]}`, err: "json: cannot unmarshal string into Go struct field inner.inner.n of type int64"},
+		{name: "syntax", in: `{"name":}`, err: "invalid character '}' looking for beginning of value"},
+		{name: "trailing data", in: `{"name":"a"} {}`, err: "data after the JSON value at byte 14"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got body
+			err := jsonvalue.DecodeStrict([]byte(tc.in), &got)
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			require.NoError(t, jsonvalue.CheckAgreement([]byte(tc.in), func() any { return new(body) }))
+		})
+	}
+}
