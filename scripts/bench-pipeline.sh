@@ -7,6 +7,13 @@
 # go to OUT (default .cache/bench-pipeline/<UTC time>); EXTRA adds flags to
 # every run (e.g. EXTRA="--rate 2000" for an open loop).
 #
+# SEPARATE=1 runs the roles as separate processes instead of --embedded:
+# for each run, `doclog serve --roles=ingest`, `--roles=executor` and
+# `--roles=projectors` start on a fresh topics prefix, the bench drives
+# them through the ingest API and reports each process's peak RSS (the
+# executor's own, for the issue's RSS target), and the three stop after it.
+# Their logs go to OUT/<mode>-<run>-<role>.log.
+#
 # Measure on a quiet machine: the figures mean nothing while other work
 # competes for the cores. The script prints the load average before each run.
 set -euo pipefail
@@ -43,6 +50,7 @@ scripts/kafka.sh install
 seeds=$(scripts/kafka.sh start "$work/kafka")
 seeds=${seeds#TEST_KAFKA_SEEDS=}
 go build -o "$work/doclogctl" ./cmd/doclogctl
+go build -o "$work/doclog" ./cmd/doclog
 mkdir -p "$OUT"
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -51,13 +59,44 @@ mkdir -p "$OUT"
 	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
 	echo "postgres: $(psql --version 2>/dev/null || ls -d /usr/lib/postgresql/*/ | head -n1), fsync on"
 	echo "commit: $(git rev-parse --short HEAD)"
+	echo "roles: $([ "${SEPARATE:-}" = 1 ] && echo "separate processes" || echo "embedded")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
+
+# run_separate MODE RUN: one run against the roles as three processes.
+run_separate() {
+	local mode=$1 run=$2 prefix="bench-$1-$2-$$." pids=() role port=0
+	"$work/doclog" migrate --database-url "$db" >/dev/null
+	for role in ingest executor projectors; do
+		port=$((port + 1))
+		DOCLOG_DATABASE_URL="$db" DOCLOG_KAFKA_SEEDS="$seeds" DOCLOG_TOPICS_PREFIX="$prefix" \
+			DOCLOG_TOPICS_JOBS_PARTITIONS=4 DOCLOG_TOPICS_REPLICATION_FACTOR=1 DOCLOG_TOPICS_MIN_INSYNC_REPLICAS=1 \
+			DOCLOG_HTTP_ADDR=127.0.0.1:$((18080 + port)) DOCLOG_OPS_ADDR=127.0.0.1:$((19090 + port)) \
+			"$work/doclog" serve --roles="$role" >"$OUT/$mode-$run-$role.log" 2>&1 &
+		pids+=($!)
+	done
+	for port in 19091 19092 19093; do
+		for _ in $(seq 1 120); do
+			curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+			sleep 0.5
+		done
+		curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { echo "a role on :$port is not ready; see $OUT" >&2; kill "${pids[@]}"; return 1; }
+	done
+	"$work/doclogctl" bench --baseline --mode "$mode" --duration "$DURATION" \
+		--ingest-url http://127.0.0.1:18081 --database-url "$db" --kafka-seeds "$seeds" --topics-prefix "$prefix" \
+		--drain 5m -o json $EXTRA >"$OUT/$mode-$run.json" || echo "run $mode-$run did not drain; its report is kept" >&2
+	kill -TERM "${pids[@]}"
+	wait "${pids[@]}" 2>/dev/null || true
+}
 
 for mode in $MODES; do
 	for run in $(seq 1 "$RUNS"); do
 		echo "== mode $mode, run $run of $RUNS; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 		# shellcheck disable=SC2086 # EXTRA is a list of flags
+		if [ "${SEPARATE:-}" = 1 ]; then
+			run_separate "$mode" "$run"
+			continue
+		fi
 		"$work/doclogctl" bench --embedded --baseline --mode "$mode" --duration "$DURATION" \
 			--database-url "$db" --kafka-seeds "$seeds" --drain 5m -o json $EXTRA \
 			>"$OUT/$mode-$run.json" || echo "run $mode-$run did not drain; its report is kept" >&2
@@ -77,7 +116,9 @@ if command -v jq >/dev/null; then
 				+ " | \(median(.readReady.latencyP50Ms) | round) / \(median(.readReady.latencyP99Ms) | round)"
 				+ " | \(median(.postgres.transactionsPerOp) * 100 | round / 100)"
 				+ " | \(median(.postgres.statementsPerOp // -1) * 100 | round / 100)"
-				+ " | \(median(.peakRss[0].peakBytes / 1048576) | round) |"' "$OUT/$mode"-*.json
+				+ " | \([.[].peakRss[]] | group_by(.name)
+					| map("\(.[0].name | sub("^doclog serve "; "")): \(median(.peakBytes / 1048576) | round)")
+					| join("; ")) |"' "$OUT/$mode"-*.json
 		done
 	} | tee "$OUT/summary.md"
 else
