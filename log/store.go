@@ -30,6 +30,12 @@ type Store interface {
 	// Revisions returns the revision of each scope of a document on a branch.
 	Revisions(ctx context.Context, documentID, branch string) (Revisions, error)
 
+	// Heads returns the revision of every non-empty stream (each scope on
+	// each branch) of the given documents, in one call: what a reconciler
+	// compares a projection with. A document without operations has no
+	// entry.
+	Heads(ctx context.Context, documentIDs []string) (map[StreamKey]int64, error)
+
 	// StreamLatestTimestamp returns the largest operation timestamp in a
 	// stream (a true maximum, not the last row's) and false when it is empty.
 	StreamLatestTimestamp(ctx context.Context, stream StreamKey) (int64, bool, error)

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/executor/model"
-	oplog "github.com/doclog/doclog/log"
 )
 
 // ReconcileReport is what one reconciler pass found and did.
@@ -43,8 +42,10 @@ func (r *Runner) reconcileLoop(ctx context.Context) {
 	}
 }
 
-// Reconcile compares every document's stream heads in the log with the
-// projection and heals the streams that are behind, page by page. A lost
+// Reconcile compares every document's stream heads in the log (every scope
+// the projector follows, on every branch) with the projection and heals the
+// streams that are behind, page by page: two queries per page of
+// documents, whose cost follows the number of streams, not of operations. A lost
 // last record of a document has no successor to reveal the gap, so this is
 // what brings such a stream up to date. It writes outside any partition's
 // fence: it takes the same per-stream locks as the consumer and only ever
@@ -132,24 +133,21 @@ func (r *Runner) reconcilePage(ctx context.Context, ids []string, rep *Reconcile
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
+	heads, err := r.cfg.Log.Heads(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("reconcile: stream heads of %d documents: %w", len(ids), err)
+	}
 	w := wants{}
-	for _, id := range ids {
-		revs, err := r.cfg.Log.Revisions(ctx, id, oplog.DefaultBranch)
-		if err != nil {
-			return fmt.Errorf("reconcile: revisions of %s: %w", id, err)
+	for k, rev := range heads {
+		if rev == 0 || !r.cfg.Projector.Follows(k.Scope) {
+			continue
 		}
-		for scope, rev := range revs.Revision {
-			if rev == 0 || !r.cfg.Projector.Follows(scope) {
-				continue
-			}
-			k := oplog.StreamKey{DocumentID: id, Scope: scope, Branch: oplog.DefaultBranch}
-			stored, ok := last[k]
-			if !ok {
-				stored = -1
-			}
-			if rev-1 > stored {
-				w.add(k, "", rev-1, nil)
-			}
+		stored, ok := last[k]
+		if !ok {
+			stored = -1
+		}
+		if rev-1 > stored {
+			w.add(k, "", rev-1, nil)
 		}
 	}
 	if len(w) == 0 {

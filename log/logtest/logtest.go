@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"TailWaitsForOpenTransaction", testTailWaitsForOpenTransaction},
 		{"StreamLatestTimestamp", testStreamLatestTimestamp},
 		{"Revisions", testRevisions},
+		{"Heads", testHeads},
 		{"ListDocumentsCodePointOrder", testListDocuments},
 		{"Keyframes", testKeyframes},
 		{"KeyframeInRequest", testKeyframeInRequest},

@@ -140,6 +140,34 @@ func testRevisions(t *testing.T, h Harness) {
 	require.Empty(t, empty.Revision)
 }
 
+func testHeads(t *testing.T, h Harness) {
+	s := h.NewStore(t)
+	g := stream(oplog.ScopeGlobal)
+	d := oplog.StreamKey{DocumentID: g.DocumentID, Scope: oplog.ScopeDocument, Branch: g.Branch}
+	l := oplog.StreamKey{DocumentID: g.DocumentID, Scope: "local", Branch: g.Branch}
+	gb := oplog.StreamKey{DocumentID: g.DocumentID, Scope: oplog.ScopeGlobal, Branch: "draft"}
+	other := stream(oplog.ScopeGlobal)
+	require.NoError(t, appendOne(t, s, request(d, 0, 2)).Err)
+	require.NoError(t, appendOne(t, s, request(g, 0, 5)).Err)
+	require.NoError(t, appendOne(t, s, request(g, 5, 3)).Err)
+	require.NoError(t, appendOne(t, s, request(l, 0, 1)).Err)
+	require.NoError(t, appendOne(t, s, request(gb, 0, 4)).Err)
+	require.NoError(t, appendOne(t, s, request(other, 0, 7)).Err)
+
+	heads, err := s.Heads(ctx(t), []string{g.DocumentID, other.DocumentID, "no-such-document"})
+	require.NoError(t, err)
+	require.Equal(t, map[oplog.StreamKey]int64{d: 2, g: 8, l: 1, gb: 4, other: 7}, heads,
+		"every scope on every branch, none for a document without operations")
+
+	only, err := s.Heads(ctx(t), []string{other.DocumentID})
+	require.NoError(t, err)
+	require.Equal(t, map[oplog.StreamKey]int64{other: 7}, only)
+
+	none, err := s.Heads(ctx(t), nil)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
 func testListDocuments(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	ids := []string{"b", "a", "A", "\u00e9", "e\u0301", "z", "\u20ac", "\U0001F600", "a-2", "ab"}

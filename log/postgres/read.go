@@ -141,6 +141,53 @@ WHERE document_id = $1 AND branch = $2 GROUP BY scope`, documentID, branch)
 	return out, nil
 }
 
+// headsOfDocumentsSQL finds each document's streams with a loose index scan
+// of the primary key — one probe per stream for the next (scope, branch)
+// after the last, one for its last index — so its cost follows the number of
+// streams, never the number of operations.
+const headsOfDocumentsSQL = `WITH RECURSIVE st(d, scope, branch) AS (
+    SELECT f.document_id, f.scope, f.branch
+    FROM unnest($1::text[]) AS u(d)
+    CROSS JOIN LATERAL (SELECT o.document_id, o.scope, o.branch FROM operations AS o
+                        WHERE o.document_id = u.d ORDER BY o.scope, o.branch LIMIT 1) AS f
+    UNION ALL
+    SELECT n.document_id, n.scope, n.branch
+    FROM st CROSS JOIN LATERAL (SELECT o.document_id, o.scope, o.branch FROM operations AS o
+                                WHERE o.document_id = st.d AND (o.scope, o.branch) > (st.scope, st.branch)
+                                ORDER BY o.scope, o.branch LIMIT 1) AS n
+)
+SELECT st.d, st.scope, st.branch,
+       (SELECT o.idx + 1 FROM operations AS o
+        WHERE o.document_id = st.d AND o.scope = st.scope AND o.branch = st.branch
+        ORDER BY o.idx DESC LIMIT 1)
+FROM st`
+
+// Heads implements log.Store.
+func (s *Store) Heads(ctx context.Context, documentIDs []string) (_ map[oplog.StreamKey]int64, err error) {
+	defer markUnavailable(&err)
+	out := make(map[oplog.StreamKey]int64)
+	if len(documentIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, headsOfDocumentsSQL, documentIDs)
+	if err != nil {
+		return nil, fmt.Errorf("reading the stream heads of %d documents: %w", len(documentIDs), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k oplog.StreamKey
+		var rev int64
+		if err := rows.Scan(&k.DocumentID, &k.Scope, &k.Branch, &rev); err != nil {
+			return nil, fmt.Errorf("reading the stream heads of %d documents: %w", len(documentIDs), err)
+		}
+		out[k] = rev
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the stream heads of %d documents: %w", len(documentIDs), err)
+	}
+	return out, nil
+}
+
 // streamHeads returns the revision of each stream (0 for an empty one).
 func (s *Store) streamHeads(ctx context.Context, streams []oplog.StreamKey) (map[oplog.StreamKey]int64, error) {
 	docs, scopes, branches := make([]string, len(streams)), make([]string, len(streams)), make([]string, len(streams))
