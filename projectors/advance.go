@@ -87,14 +87,7 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 	if len(keys) == 0 {
 		return out, nil
 	}
-	if err := tx.LockStreams(ctx, name, keys); err != nil {
-		return out, err
-	}
-	heads, err := tx.Heads(ctx, name, keys)
-	if err != nil {
-		return out, err
-	}
-	quarantined, err := tx.Quarantined(ctx, name, keys)
+	heads, quarantined, err := tx.Claim(ctx, name, keys)
 	if err != nil {
 		return out, err
 	}

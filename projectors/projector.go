@@ -125,14 +125,14 @@ type Checkpoint struct {
 // Postgres implementation (projectors/pgproj) gives projector stores the
 // driver transaction underneath.
 type Tx interface {
-	// LockStreams serializes every writer of the streams (the consumer of
-	// their partition and the reconciler) until the transaction ends. Locks
-	// are taken in a fixed order so writers never deadlock.
-	LockStreams(ctx context.Context, projector string, streams []oplog.StreamKey) error
-	// Heads returns the stored heads of the streams that have one.
+	// Claim serializes every writer of the streams (the consumer of their
+	// partition and the reconciler) until the transaction ends — locks are
+	// taken in a fixed order so writers never deadlock — and returns the
+	// stored heads of the streams that have one and their quarantines.
+	Claim(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]Head, map[oplog.StreamKey]Quarantine, error)
+	// Heads returns the stored heads of the streams that have one, without
+	// locking them.
 	Heads(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]Head, error)
-	// Quarantined returns the quarantines among the streams.
-	Quarantined(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]Quarantine, error)
 	// PutHeadsIfNewer stores heads whose LastIndex is above the stored one
 	// and reports how many rows it wrote.
 	PutHeadsIfNewer(ctx context.Context, projector string, heads []Head) (int, error)

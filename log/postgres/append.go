@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/doclog/doclog/internal/pgtx"
 	oplog "github.com/doclog/doclog/log"
 )
 
@@ -428,7 +429,7 @@ func (s *Store) appendPipelined(ctx context.Context, plans []*plan) (*landed, er
 		err = closeErr
 	}
 	if err != nil {
-		rollback(ctx, conn.Conn())
+		pgtx.Rollback(ctx, conn.Conn())
 		return nil, fmt.Errorf("appending a batch of %d requests: %w", len(plans), err)
 	}
 	return l, nil
@@ -481,16 +482,4 @@ func requestError(err error) bool {
 	}
 	class := pgErr.Code[:2]
 	return class == "23" || class == "22"
-}
-
-func rollback(ctx context.Context, conn *pgx.Conn) {
-	if conn.PgConn().TxStatus() == 'I' {
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
-		// A connection we cannot return to idle must not go back to the pool.
-		_ = conn.Close(rctx)
-	}
 }

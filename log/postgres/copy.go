@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/doclog/doclog/internal/pgtx"
 )
 
 // The copy path appends a batch in three round trips instead of one:
@@ -96,7 +98,7 @@ func (s *Store) appendCopy(ctx context.Context, plans []*plan) (*landed, error) 
 		return finishCopy(ctx, conn.Conn(), args, l)
 	}()
 	if err != nil {
-		rollback(ctx, conn.Conn())
+		pgtx.Rollback(ctx, conn.Conn())
 		return nil, fmt.Errorf("appending a batch of %d requests by copy: %w", len(plans), err)
 	}
 	return l, nil

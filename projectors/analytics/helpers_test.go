@@ -79,18 +79,18 @@ type fakeTx struct {
 	heads map[oplog.StreamKey]projectors.Head
 }
 
-func (f *fakeTx) LockStreams(context.Context, string, []oplog.StreamKey) error { return nil }
-func (f *fakeTx) Heads(_ context.Context, _ string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, error) {
+func (f *fakeTx) Claim(_ context.Context, _ string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, map[oplog.StreamKey]projectors.Quarantine, error) {
 	out := map[oplog.StreamKey]projectors.Head{}
 	for _, k := range streams {
 		if h, ok := f.heads[k]; ok {
 			out[k] = h
 		}
 	}
-	return out, nil
+	return out, nil, nil
 }
-func (f *fakeTx) Quarantined(context.Context, string, []oplog.StreamKey) (map[oplog.StreamKey]projectors.Quarantine, error) {
-	return nil, nil
+func (f *fakeTx) Heads(ctx context.Context, p string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, error) {
+	heads, _, err := f.Claim(ctx, p, streams)
+	return heads, err
 }
 func (f *fakeTx) PutHeadsIfNewer(_ context.Context, _ string, heads []projectors.Head) (int, error) {
 	for _, h := range heads {

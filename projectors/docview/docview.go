@@ -16,8 +16,6 @@ import (
 	"embed"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/projectors"
@@ -116,7 +114,7 @@ WHERE s.last_index < EXCLUDED.last_index`,
 // deleted document keeps every slug it holds (never resurrected); a live one
 // releases the slugs it no longer has and claims its slug unless another
 // document holds it (never taken).
-func moveSlug(ctx context.Context, tx pgx.Tx, table string, k oplog.StreamKey, info model.DocumentInfo, index int64) error {
+func moveSlug(ctx context.Context, tx pgproj.Querier, table string, k oplog.StreamKey, info model.DocumentInfo, index int64) error {
 	if info.IsDeleted {
 		return nil
 	}

@@ -16,8 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/projectors"
@@ -96,7 +94,7 @@ WHERE d.last_index < EXCLUDED.last_index`,
 	return nil
 }
 
-func setRelationships(ctx context.Context, tx pgx.Tx, table string, c *projectors.Change, rels []model.Relationship) error {
+func setRelationships(ctx context.Context, tx pgproj.Querier, table string, c *projectors.Change, rels []model.Relationship) error {
 	n := len(rels)
 	types, targets, metas := make([]string, n), make([]string, n), make([]*string, n)
 	since := make([]int64, n)

@@ -1,8 +1,11 @@
 // Package pgproj is the Postgres implementation of the projector runner's
 // database seam (projectors.Store and projectors.Tx): fenced checkpoints,
 // verified stream heads and quarantines, plus the migrator every projector
-// uses for its own numbered SQL files. Projector stores get the pgx
-// transaction of a batch with Conn, so only Postgres store code imports pgx.
+// uses for its own numbered SQL files. Projector stores get the connection
+// of a batch's transaction with Conn, so only Postgres store code imports
+// pgx. A batch transaction costs three round trips plus the projector's own
+// statements: BEGIN with the fence check, the stream locks with the reads
+// of heads and quarantines (Claim), the checkpoint with COMMIT.
 package pgproj
 
 import (
@@ -11,8 +14,10 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/doclog/doclog/internal/pgtx"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/projectors"
 )
@@ -31,16 +36,28 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 // Pool returns the pool, for projector stores that share it.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// tx is projectors.Tx over a pgx transaction.
-type tx struct {
-	pgx.Tx
+// Querier is the batch transaction as projector stores write through it:
+// a connection inside the transaction InTx opened.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Conn returns the pgx transaction under a projectors.Tx this package made,
-// for projector stores writing their tables in the batch transaction.
-func Conn(t projectors.Tx) (pgx.Tx, error) {
+// tx is projectors.Tx over a connection in a transaction InTx began. The
+// transaction is run by hand rather than as a pgx.Tx so that its statements
+// can share round trips: BEGIN goes with the fence check, the stream locks
+// with the reads of heads and quarantines, the checkpoint with COMMIT.
+type tx struct {
+	conn *pgx.Conn
+}
+
+// Conn returns the connection under a projectors.Tx this package made, for
+// projector stores writing their tables in the batch transaction.
+func Conn(t projectors.Tx) (Querier, error) {
 	if x, ok := t.(*tx); ok {
-		return x.Tx, nil
+		return x.conn, nil
 	}
 	return nil, fmt.Errorf("projector transaction %T is not a Postgres one", t)
 }
@@ -57,35 +74,81 @@ RETURNING next_offset, epoch`, projector, partition).Scan(&cp.NextOffset, &cp.Ep
 	return cp, nil
 }
 
+// fenceSQL reads the partition's epoch FOR UPDATE: an Assign of the
+// partition waits for this batch, and this batch sees any Assign that
+// committed before it.
+const fenceSQL = `SELECT epoch FROM projector_checkpoints WHERE projector = $1 AND partition = $2 FOR UPDATE`
+
 // InTx runs fn in a transaction, fenced and checkpointed when fence is set.
-func (s *Store) InTx(ctx context.Context, fence *projectors.Fence, fn func(projectors.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(ptx pgx.Tx) error {
-		if fence != nil {
-			// FOR UPDATE: an Assign of the partition waits for this batch,
-			// and this batch sees any Assign that committed before it.
-			var epoch int64
-			err := ptx.QueryRow(ctx, `SELECT epoch FROM projector_checkpoints WHERE projector = $1 AND partition = $2 FOR UPDATE`,
-				fence.Projector, fence.Partition).Scan(&epoch)
-			if errors.Is(err, pgx.ErrNoRows) {
-				epoch = -1
-			} else if err != nil {
-				return fmt.Errorf("check the epoch of partition %d: %w", fence.Partition, err)
-			}
-			if epoch != fence.Epoch {
-				return &projectors.FencedError{Projector: fence.Projector, Partition: fence.Partition, Epoch: fence.Epoch, Current: epoch}
-			}
+// BEGIN and the fence check share a round trip, and so do the checkpoint
+// and COMMIT.
+func (s *Store) InTx(ctx context.Context, fence *projectors.Fence, fn func(projectors.Tx) error) (err error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire a connection: %w", err)
+	}
+	defer c.Release()
+	conn := c.Conn()
+	defer func() {
+		if p := recover(); p != nil {
+			pgtx.Rollback(ctx, conn)
+			panic(p)
 		}
-		if err := fn(&tx{ptx}); err != nil {
-			return err
+		if err != nil {
+			pgtx.Rollback(ctx, conn)
 		}
-		if fence != nil {
-			if _, err := ptx.Exec(ctx, `UPDATE projector_checkpoints SET next_offset = $3, updated_at = now() WHERE projector = $1 AND partition = $2`,
-				fence.Projector, fence.Partition, fence.NextOffset); err != nil {
-				return fmt.Errorf("move the checkpoint of partition %d: %w", fence.Partition, err)
-			}
+	}()
+
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	if fence != nil {
+		b.Queue(fenceSQL, fence.Projector, fence.Partition)
+	}
+	if err := func() error {
+		br := conn.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("begin: %w", err)
 		}
-		return nil
-	})
+		if fence == nil {
+			return br.Close()
+		}
+		var epoch int64
+		err := br.QueryRow().Scan(&epoch)
+		if errors.Is(err, pgx.ErrNoRows) {
+			epoch = -1
+		} else if err != nil {
+			return fmt.Errorf("check the epoch of partition %d: %w", fence.Partition, err)
+		}
+		if epoch != fence.Epoch {
+			return &projectors.FencedError{Projector: fence.Projector, Partition: fence.Partition, Epoch: fence.Epoch, Current: epoch}
+		}
+		return br.Close()
+	}(); err != nil {
+		return err
+	}
+
+	if err := fn(&tx{conn: conn}); err != nil {
+		return err
+	}
+
+	b = &pgx.Batch{}
+	if fence != nil {
+		b.Queue(`UPDATE projector_checkpoints SET next_offset = $3, updated_at = now() WHERE projector = $1 AND partition = $2`,
+			fence.Projector, fence.Partition, fence.NextOffset)
+	}
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	defer br.Close()
+	if fence != nil {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("move the checkpoint of partition %d: %w", fence.Partition, err)
+		}
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return br.Close()
 }
 
 func streamArrays(streams []oplog.StreamKey) (docs, scopes, branches []string) {
@@ -98,55 +161,83 @@ func streamArrays(streams []oplog.StreamKey) (docs, scopes, branches []string) {
 	return docs, scopes, branches
 }
 
-// LockStreams takes transaction advisory locks on the streams in sorted key
+// lockSQL takes the streams' transaction advisory locks in sorted key
 // order. The key is prefixed by the projector so projectors never wait on
 // each other (nor on the log's writers).
-func (t *tx) LockStreams(ctx context.Context, projector string, streams []oplog.StreamKey) error {
+const lockSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM (
+  SELECT DISTINCT hashtextextended('projector:' || $1 || ':' || d || '/' || s || '/' || b, 0) AS k
+  FROM unnest($2::text[], $3::text[], $4::text[]) AS t(d, s, b) ORDER BY k) AS keys`
+
+const headsSQL = `SELECT p.document_id, p.scope, p.branch, p.document_type, p.last_index, p.hash, p.model_version, p.state::text, p.last_ts_utc_ms
+FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
+JOIN projector_streams p ON p.projector = $1 AND p.document_id = k.d AND p.scope = k.s AND p.branch = k.b`
+
+const quarantinesSQL = `SELECT q.document_id, q.scope, q.branch, q.idx, q.error_name, q.reason
+FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
+JOIN quarantined_streams q ON q.projector = $1 AND q.document_id = k.d AND q.scope = k.s AND q.branch = k.b`
+
+// Claim locks the streams and reads their heads and quarantines in one
+// round trip.
+func (t *tx) Claim(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, map[oplog.StreamKey]projectors.Quarantine, error) {
+	heads := make(map[oplog.StreamKey]projectors.Head, len(streams))
+	qs := map[oplog.StreamKey]projectors.Quarantine{}
 	if len(streams) == 0 {
-		return nil
+		return heads, qs, nil
 	}
 	d, s, b := streamArrays(streams)
-	_, err := t.Exec(ctx, `SELECT count(pg_advisory_xact_lock(k)) FROM (
-  SELECT DISTINCT hashtextextended('projector:' || $1 || ':' || d || '/' || s || '/' || b, 0) AS k
-  FROM unnest($2::text[], $3::text[], $4::text[]) AS t(d, s, b) ORDER BY k) AS keys`, projector, d, s, b)
-	if err != nil {
-		return fmt.Errorf("lock %d streams: %w", len(streams), err)
+	batch := &pgx.Batch{}
+	batch.Queue(lockSQL, projector, d, s, b)
+	batch.Queue(headsSQL, projector, d, s, b)
+	batch.Queue(quarantinesSQL, projector, d, s, b)
+	br := t.conn.SendBatch(ctx, batch)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, fmt.Errorf("lock %d streams: %w", len(streams), err)
 	}
-	return nil
+	rows, _ := br.Query()
+	if err := scanHeads(rows, heads); err != nil {
+		return nil, nil, fmt.Errorf("read %d stream heads: %w", len(streams), err)
+	}
+	rows, _ = br.Query()
+	list, err := collectQuarantines(rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, q := range list {
+		qs[q.Stream] = q
+	}
+	return heads, qs, br.Close()
 }
 
 // Heads reads the stored heads of the streams.
 func (t *tx) Heads(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, error) {
-	out := make(map[oplog.StreamKey]projectors.Head, len(streams))
+	heads := make(map[oplog.StreamKey]projectors.Head, len(streams))
 	if len(streams) == 0 {
-		return out, nil
+		return heads, nil
 	}
 	d, s, b := streamArrays(streams)
-	rows, err := t.Query(ctx, `SELECT p.document_id, p.scope, p.branch, p.document_type, p.last_index, p.hash, p.model_version, p.state::text, p.last_ts_utc_ms
-FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
-JOIN projector_streams p ON p.projector = $1 AND p.document_id = k.d AND p.scope = k.s AND p.branch = k.b`, projector, d, s, b)
+	rows, err := t.conn.Query(ctx, headsSQL, projector, d, s, b)
+	if err == nil {
+		err = scanHeads(rows, heads)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %d stream heads: %w", len(streams), err)
 	}
+	return heads, nil
+}
+
+func scanHeads(rows pgx.Rows, into map[oplog.StreamKey]projectors.Head) error {
 	defer rows.Close()
 	for rows.Next() {
 		var h projectors.Head
 		var state string
 		if err := rows.Scan(&h.Stream.DocumentID, &h.Stream.Scope, &h.Stream.Branch, &h.DocumentType, &h.LastIndex, &h.Hash, &h.Version, &state, &h.LastTimestampUtcMs); err != nil {
-			return nil, fmt.Errorf("read stream heads: %w", err)
+			return err
 		}
 		h.State = []byte(state)
-		out[h.Stream] = h
+		into[h.Stream] = h
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read stream heads: %w", err)
-	}
-	return out, nil
-}
-
-// Quarantined reads the quarantines among the streams.
-func (t *tx) Quarantined(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Quarantine, error) {
-	return quarantined(ctx, t.Tx, projector, streams)
+	return rows.Err()
 }
 
 // querier is what a pool and a transaction share.
@@ -160,9 +251,7 @@ func quarantined(ctx context.Context, q querier, projector string, streams []opl
 		return out, nil
 	}
 	d, s, b := streamArrays(streams)
-	rows, err := q.Query(ctx, `SELECT q.document_id, q.scope, q.branch, q.idx, q.error_name, q.reason
-FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
-JOIN quarantined_streams q ON q.projector = $1 AND q.document_id = k.d AND q.scope = k.s AND q.branch = k.b`, projector, d, s, b)
+	rows, err := q.Query(ctx, quarantinesSQL, projector, d, s, b)
 	if err != nil {
 		return nil, fmt.Errorf("read quarantines: %w", err)
 	}
@@ -207,7 +296,7 @@ func (t *tx) PutHeadsIfNewer(ctx context.Context, projector string, heads []proj
 		types[i], hashes[i], states[i] = h.DocumentType, h.Hash, string(h.State)
 		idx[i], ts[i], versions[i] = h.LastIndex, h.LastTimestampUtcMs, int32(h.Version)
 	}
-	tag, err := t.Exec(ctx, `INSERT INTO projector_streams AS p (projector, document_id, scope, branch, document_type, last_index, hash, model_version, state, last_ts_utc_ms)
+	tag, err := t.conn.Exec(ctx, `INSERT INTO projector_streams AS p (projector, document_id, scope, branch, document_type, last_index, hash, model_version, state, last_ts_utc_ms)
 SELECT $1, d, s, b, ty, i, h, v, st::json, ts FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::bigint[]) AS u(d, s, b, ty, i, h, v, st, ts)
 ON CONFLICT (projector, document_id, scope, branch) DO UPDATE SET
   document_type = EXCLUDED.document_type, last_index = EXCLUDED.last_index, hash = EXCLUDED.hash,
@@ -221,7 +310,7 @@ WHERE p.last_index < EXCLUDED.last_index`, projector, d, s, b, types, idx, hashe
 
 // Quarantine records a quarantine; a stream's first one is kept.
 func (t *tx) Quarantine(ctx context.Context, projector string, q projectors.Quarantine) error {
-	_, err := t.Exec(ctx, `INSERT INTO quarantined_streams (projector, document_id, scope, branch, idx, error_name, reason)
+	_, err := t.conn.Exec(ctx, `INSERT INTO quarantined_streams (projector, document_id, scope, branch, idx, error_name, reason)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 		projector, q.Stream.DocumentID, q.Stream.Scope, q.Stream.Branch, q.Index, q.ErrorName, q.Reason)
 	if err != nil {
