@@ -14,6 +14,11 @@
 # executor's own, for the RSS target), and the three stop after it.
 # Their logs go to OUT/<mode>-<run>-<role>.log.
 #
+# WARMUP (default 15s, 0 for none) is an unmeasured run of mode single before
+# the measured ones (before each with SEPARATE=1): a fresh broker's JVM
+# compiles its hot paths during its first seconds of load, and a first run
+# measured cold came out at half the throughput of the next two.
+#
 # Measure on a quiet machine: the figures mean nothing while other work
 # competes for the cores. The script prints the load average before each run.
 set -euo pipefail
@@ -82,6 +87,7 @@ run_separate() {
 		done
 		curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { echo "a role on :$port is not ready; see $OUT" >&2; kill "${pids[@]}"; return 1; }
 	done
+	warm_up --ingest-url http://127.0.0.1:18081 --topics-prefix "$prefix"
 	"$work/doclogctl" bench --baseline --mode "$mode" --duration "$DURATION" \
 		--ingest-url http://127.0.0.1:18081 --database-url "$db" --kafka-seeds "$seeds" --topics-prefix "$prefix" \
 		--drain 5m -o json $EXTRA >"$OUT/$mode-$run.json" || echo "run $mode-$run did not drain; its report is kept" >&2
@@ -89,6 +95,15 @@ run_separate() {
 	wait "${pids[@]}" 2>/dev/null || true
 }
 
+# warm_up [ARGS...]: an unmeasured run, its report discarded.
+warm_up() {
+	[ "${WARMUP:-15s}" = 0 ] && return 0
+	echo "== warm-up for ${WARMUP:-15s}" >&2
+	"$work/doclogctl" bench --mode single --duration "${WARMUP:-15s}" --database-url "$db" --kafka-seeds "$seeds" \
+		--drain 2m -o json "$@" >/dev/null || echo "the warm-up did not drain" >&2
+}
+
+[ "${SEPARATE:-}" = 1 ] || warm_up --embedded
 for mode in $MODES; do
 	for run in $(seq 1 "$RUNS"); do
 		echo "== mode $mode, run $run of $RUNS; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
