@@ -19,9 +19,11 @@ const (
 	DefaultMaxPollRecords    = 500
 	DefaultReconcileInterval = 30 * time.Second
 	DefaultReconcilePageSize = 500
-	DefaultRetryBaseDelay    = 100 * time.Millisecond
-	DefaultRetryMaxDelay     = 10 * time.Second
-	DefaultGroupPrefix       = "doclog-"
+	// DefaultOffsetCommitInterval: see Config.OffsetCommitInterval.
+	DefaultOffsetCommitInterval = time.Second
+	DefaultRetryBaseDelay       = 100 * time.Millisecond
+	DefaultRetryMaxDelay        = 10 * time.Second
+	DefaultGroupPrefix          = "doclog-"
 )
 
 // Config configures one projector's Runner.
@@ -58,6 +60,13 @@ type Config struct {
 	// record reveals. Default 30s; negative disables it (tests that want a
 	// deterministic pass call Reconcile).
 	ReconcileInterval time.Duration
+	// OffsetCommitInterval is how often the Kafka offsets of the committed
+	// batches are committed to the group. They only feed lag tools (the
+	// checkpoint in Postgres is what a partition's next owner seeks to), so
+	// committing them once per poll would only load the broker: each commit
+	// is a write to __consumer_offsets. Lag tools see offsets at most this
+	// old. Default 1s.
+	OffsetCommitInterval time.Duration
 	// ReconcilePageSize is how many documents one reconciler step compares.
 	// Default 500.
 	ReconcilePageSize int
@@ -88,6 +97,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = DefaultReconcileInterval
+	}
+	if c.OffsetCommitInterval == 0 {
+		c.OffsetCommitInterval = DefaultOffsetCommitInterval
 	}
 	if c.ReconcilePageSize == 0 {
 		c.ReconcilePageSize = DefaultReconcilePageSize
@@ -127,6 +139,8 @@ func (c Config) Validate() error {
 		return errors.New("projector consumer group must not be empty")
 	case c.MaxPollRecords < 1:
 		return fmt.Errorf("projector max poll records must be at least 1, got %d", c.MaxPollRecords)
+	case c.OffsetCommitInterval < 0:
+		return fmt.Errorf("projector offset commit interval must not be negative, got %s", c.OffsetCommitInterval)
 	case c.ReconcilePageSize < 1:
 		return fmt.Errorf("projector reconcile page size must be at least 1, got %d", c.ReconcilePageSize)
 	case c.RetryBaseDelay <= 0 || c.RetryMaxDelay < c.RetryBaseDelay:

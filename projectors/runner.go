@@ -117,13 +117,23 @@ func (r *Runner) Run(ctx context.Context) error {
 		wg.Go(func() { r.reconcileLoop(ctx) })
 	}
 	r.logger.Info("projector started", zap.String("group", r.cfg.Group), zap.String("topic", r.cfg.Topic))
+	// Kafka offsets of committed batches wait here for the next commit
+	// (Config.OffsetCommitInterval); a poll with some waiting ends by then
+	// even when no record comes, so an idle projector's lag reads true.
+	pending := map[int32]kgo.EpochOffset{}
+	lastCommit := time.Now()
 	for ctx.Err() == nil {
-		fetches := r.cl.PollRecords(ctx, r.cfg.MaxPollRecords)
+		pollCtx, cancelPoll := ctx, context.CancelFunc(func() {})
+		if len(pending) > 0 {
+			pollCtx, cancelPoll = context.WithDeadline(ctx, lastCommit.Add(r.cfg.OffsetCommitInterval))
+		}
+		fetches := r.cl.PollRecords(pollCtx, r.cfg.MaxPollRecords)
+		cancelPoll()
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			break
 		}
 		fetches.EachError(func(topic string, p int32, err error) {
-			if errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
 			r.m.errors.WithLabelValues(r.name, "fetch").Inc()
@@ -132,29 +142,35 @@ func (r *Runner) Run(ctx context.Context) error {
 		// Partitions are independent (a document's records all share one),
 		// so a poll's partitions are applied in parallel; the next poll
 		// waits for all of them, which keeps each partition's batches in
-		// order. One Kafka commit then covers every partition that committed.
+		// order. One Kafka commit then covers every partition that committed
+		// since the last one.
 		var (
 			batches sync.WaitGroup
 			mu      sync.Mutex
-			commits = map[string]map[int32]kgo.EpochOffset{}
 		)
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			if len(ftp.Records) == 0 {
+			if len(ftp.Records) == 0 || ftp.Topic != r.cfg.Topic {
 				return
 			}
 			batches.Go(func() {
 				if at, ok := r.handle(ctx, ftp); ok {
 					mu.Lock()
-					if commits[ftp.Topic] == nil {
-						commits[ftp.Topic] = map[int32]kgo.EpochOffset{}
-					}
-					commits[ftp.Topic][ftp.Partition] = at
+					pending[ftp.Partition] = at
 					mu.Unlock()
 				}
 			})
 		})
 		batches.Wait()
-		r.commit(ctx, commits)
+		if len(pending) > 0 && time.Since(lastCommit) >= r.cfg.OffsetCommitInterval {
+			r.commit(ctx, pending)
+			pending, lastCommit = map[int32]kgo.EpochOffset{}, time.Now()
+		}
+	}
+	if len(pending) > 0 {
+		// Stopping: commit what is waiting, the run's context being done.
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		r.commit(cctx, pending)
+		ccancel()
 	}
 	cancel()
 	wg.Wait()
@@ -372,13 +388,22 @@ func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) (kgo.E
 }
 
 // commit commits the offsets of the partitions whose batches committed.
-func (r *Runner) commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) {
+func (r *Runner) commit(ctx context.Context, pending map[int32]kgo.EpochOffset) {
+	// Only the partitions still held: another member owns the others now.
+	offsets := map[int32]kgo.EpochOffset{}
+	r.mu.Lock()
+	for p, at := range pending {
+		if _, ok := r.parts[p]; ok {
+			offsets[p] = at
+		}
+	}
+	r.mu.Unlock()
 	if len(offsets) == 0 || ctx.Err() != nil {
 		return
 	}
 	start := time.Now()
 	var commitErr error
-	r.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	r.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{r.cfg.Topic: offsets}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err == nil {
 			for _, t := range resp.Topics {
 				for _, p := range t.Partitions {
