@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/drive"
@@ -395,4 +396,30 @@ func TestUnknownModelQuarantinesUntilRegistered(t *testing.T) {
 	require.Zero(t, rep.Quarantined)
 	require.True(t, b.caughtUp(t, want, false))
 	b.requireViewEqualsReplay(t, want)
+}
+
+// The Kafka offsets that lag tools read are committed at most every
+// OffsetCommitInterval, not once per poll, and still reach the checkpoints
+// once the projector is idle: no record has to come to flush them.
+func TestKafkaOffsetsCatchUpWhileIdle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.Config(docview.Projector{}, "docview-offsets")
+	cfg.OffsetCommitInterval = 300 * time.Millisecond
+	b.Start(cfg)
+	b.Publish(b.NewWorkload(7).Random("o", 20, 60)...)
+	end := b.endOffsets(t)
+	b.Eventually(func() bool { return b.checkpointed(t, docview.Name) == end }, 60*time.Second, "the projector did not catch up")
+
+	committed := func() int64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		offsets, err := b.Kafka.Admin().FetchOffsets(ctx, cfg.Group)
+		require.NoError(t, err)
+		var sum int64
+		offsets.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		return sum
+	}
+	b.Eventually(func() bool { return committed() == end }, 10*time.Second,
+		"the group's committed offsets did not reach the checkpoints while the projector was idle")
 }
