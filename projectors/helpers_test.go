@@ -180,6 +180,18 @@ func (b *bundle) endOffsets(t *testing.T) int64 {
 	return sum
 }
 
+// groupOffsets sums the offsets a consumer group committed to Kafka.
+func (b *bundle) groupOffsets(t *testing.T, group string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offsets, err := b.Kafka.Admin().FetchOffsets(ctx, group)
+	require.NoError(t, err)
+	var sum int64
+	offsets.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	return sum
+}
+
 // checkpointed sums a projector's checkpoints.
 func (b *bundle) checkpointed(t *testing.T, projector string) int64 {
 	t.Helper()

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/drive"
@@ -411,15 +410,6 @@ func TestKafkaOffsetsCatchUpWhileIdle(t *testing.T) {
 	end := b.endOffsets(t)
 	b.Eventually(func() bool { return b.checkpointed(t, docview.Name) == end }, 60*time.Second, "the projector did not catch up")
 
-	committed := func() int64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		offsets, err := b.Kafka.Admin().FetchOffsets(ctx, cfg.Group)
-		require.NoError(t, err)
-		var sum int64
-		offsets.Each(func(o kadm.OffsetResponse) { sum += o.At })
-		return sum
-	}
-	b.Eventually(func() bool { return committed() == end }, 10*time.Second,
+	b.Eventually(func() bool { return b.groupOffsets(t, cfg.Group) == end }, 10*time.Second,
 		"the group's committed offsets did not reach the checkpoints while the projector was idle")
 }
