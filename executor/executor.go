@@ -549,9 +549,7 @@ func (e *Executor) flush(ctx context.Context) error {
 	for _, ps := range e.parts {
 		ps.jobs = slices.DeleteFunc(ps.jobs, func(p *pending) bool { return p.settled })
 	}
-	start := time.Now()
 	e.commit(ctx)
-	e.m.since("commit", start)
 	return nil
 }
 
@@ -576,6 +574,10 @@ func (e *Executor) commit(ctx context.Context) {
 	if len(offsets) == 0 {
 		return
 	}
+	// Timed only when there is something to commit: a poll that commits
+	// nothing must not pull the stage's mean toward zero.
+	start := time.Now()
+	defer e.m.since("commit", start)
 	var cerr error
 	e.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{e.cfg.Topics.Jobs: offsets},
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {

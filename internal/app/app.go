@@ -23,6 +23,7 @@ import (
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/ingest"
+	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/lagmetrics"
 	"github.com/doclog/doclog/internal/telemetry"
@@ -186,18 +187,7 @@ func (a *App) buildIngest() error {
 	if err != nil {
 		return err
 	}
-	a.add(component{
-		name: RoleIngest,
-		run: func(ctx context.Context) error {
-			if err := srv.Start(ctx); err != nil {
-				return err
-			}
-			a.listening(RoleIngest, srv.Addr())
-			<-ctx.Done()
-			return nil
-		},
-		stop: srv.Stop,
-	})
+	a.addServer(RoleIngest, srv)
 	return nil
 }
 
@@ -315,22 +305,27 @@ func (a *App) buildReadstore() error {
 	if err != nil {
 		return err
 	}
+	a.addServer(RoleReadstore, srv)
+	return nil
+}
+
+func (a *App) add(c component) { a.components = append(a.components, c) }
+
+// addServer runs an API role's HTTP server until the app stops.
+func (a *App) addServer(name string, srv *httpapi.Server) {
 	a.add(component{
-		name: RoleReadstore,
+		name: name,
 		run: func(ctx context.Context) error {
 			if err := srv.Start(ctx); err != nil {
 				return err
 			}
-			a.listening(RoleReadstore, srv.Addr())
+			a.listening(name, srv.Addr())
 			<-ctx.Done()
 			return nil
 		},
 		stop: srv.Stop,
 	})
-	return nil
 }
-
-func (a *App) add(c component) { a.components = append(a.components, c) }
 
 func (a *App) listening(name string, addr net.Addr) {
 	if addr == nil {

@@ -27,14 +27,6 @@ import (
 // a row that would break them makes the COPY raise, and the batch is re-run
 // one request at a time like any batch whose statement raised.
 
-// headsSQL reads each stream's revision (its last index + 1, or 0), in the
-// order the streams were given.
-const headsSQL = `SELECT coalesce((SELECT o.idx + 1 FROM operations AS o
-                 WHERE o.document_id = s.d AND o.scope = s.sc AND o.branch = s.b
-                 ORDER BY o.idx DESC LIMIT 1), 0)
-FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS s(d, sc, b, n)
-ORDER BY s.n`
-
 // settledSQL lists which of the jobs already have a result.
 const settledSQL = `SELECT job_id FROM jobs WHERE job_id = ANY($1::text[])`
 
@@ -127,12 +119,9 @@ func guardUnderLocks(ctx context.Context, conn *pgx.Conn, a *appendArgs, keys []
 		}
 	}
 	rows, _ := br.Query()
-	heads, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	heads, err := collectHeads(rows, len(docs))
 	if err != nil {
-		return fmt.Errorf("reading stream heads: %w", err)
-	}
-	if len(heads) != len(docs) {
-		return fmt.Errorf("reading stream heads: %d heads for %d streams", len(heads), len(docs))
+		return err
 	}
 	rows, _ = br.Query()
 	settled, err := pgx.CollectRows(rows, pgx.RowTo[string])

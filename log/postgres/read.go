@@ -188,32 +188,43 @@ func (s *Store) Heads(ctx context.Context, documentIDs []string) (_ map[oplog.St
 	return out, nil
 }
 
+// headsSQL reads each stream's revision (its last index + 1, or 0), in the
+// order the streams were given.
+const headsSQL = `SELECT coalesce((SELECT o.idx + 1 FROM operations AS o
+                 WHERE o.document_id = s.d AND o.scope = s.sc AND o.branch = s.b
+                 ORDER BY o.idx DESC LIMIT 1), 0)
+FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS s(d, sc, b, n)
+ORDER BY s.n`
+
+// collectHeads reads headsSQL's answer for n streams.
+func collectHeads(rows pgx.Rows, n int) ([]int64, error) {
+	heads, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading stream heads: %w", err)
+	}
+	if len(heads) != n {
+		return nil, fmt.Errorf("reading stream heads: %d heads for %d streams", len(heads), n)
+	}
+	return heads, nil
+}
+
 // streamHeads returns the revision of each stream (0 for an empty one).
 func (s *Store) streamHeads(ctx context.Context, streams []oplog.StreamKey) (map[oplog.StreamKey]int64, error) {
 	docs, scopes, branches := make([]string, len(streams)), make([]string, len(streams)), make([]string, len(streams))
 	for i, k := range streams {
 		docs[i], scopes[i], branches[i] = k.DocumentID, k.Scope, k.Branch
 	}
-	rows, err := s.pool.Query(ctx, `SELECT s.document_id, s.scope, s.branch,
-  coalesce((SELECT o.idx + 1 FROM operations AS o
-            WHERE o.document_id = s.document_id AND o.scope = s.scope AND o.branch = s.branch
-            ORDER BY o.idx DESC LIMIT 1), 0)
-FROM unnest($1::text[], $2::text[], $3::text[]) AS s(document_id, scope, branch)`, docs, scopes, branches)
+	rows, err := s.pool.Query(ctx, headsSQL, docs, scopes, branches)
 	if err != nil {
 		return nil, fmt.Errorf("reading stream heads: %w", err)
 	}
-	defer rows.Close()
-	out := make(map[oplog.StreamKey]int64, len(streams))
-	for rows.Next() {
-		var k oplog.StreamKey
-		var rev int64
-		if err := rows.Scan(&k.DocumentID, &k.Scope, &k.Branch, &rev); err != nil {
-			return nil, fmt.Errorf("reading stream heads: %w", err)
-		}
-		out[k] = rev
+	heads, err := collectHeads(rows, len(streams))
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading stream heads: %w", err)
+	out := make(map[oplog.StreamKey]int64, len(streams))
+	for i, k := range streams {
+		out[k] = heads[i]
 	}
 	return out, nil
 }
