@@ -110,8 +110,9 @@ type Config struct {
 	// fresh prefix of their own under it, and delete their topics after.
 	TopicPrefix string
 	// Embedded runs ingest, the executor and the docview and indexer
-	// projectors in this process against DatabaseURL and Kafka, migrating
-	// the database first.
+	// projectors in this process against DatabaseURL and Kafka, in a
+	// schema of their own (doclog_bench_<id>, migrated first, dropped
+	// after) so that a doclog already using the database is left alone.
 	Embedded bool
 	// Partitions is the jobs topic's partition count of an embedded run.
 	// Default 4.
@@ -209,7 +210,7 @@ func (c Config) opsPerJob() int {
 // Run runs the benchmark and returns its report. A run whose jobs do not
 // all reach READ_READY within the drain still returns its report (Drained
 // false); errors are reserved for runs that could not measure.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -218,6 +219,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	defer func() { err = errors.Join(err, r.close()) }()
 	return r.run(ctx)
 }

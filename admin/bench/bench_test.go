@@ -100,6 +100,23 @@ func TestWithPoolSize(t *testing.T) {
 	require.Equal(t, "host=h dbname=db", withPoolSize("host=h dbname=db", 20))
 }
 
+func TestWithSearchPath(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"postgres://h/db?sslmode=disable":          "postgres://h/db?search_path=doclog_bench_1&sslmode=disable",
+		"postgres://h/db?search_path=app%2Cpublic": "postgres://h/db?search_path=doclog_bench_1",
+		"host=h dbname=db":                         "host=h dbname=db search_path=doclog_bench_1",
+	} {
+		got, err := withSearchPath(in, "doclog_bench_1")
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	// A keyword/value string that sets its own search path cannot be
+	// rewritten safely: refused, with the way out.
+	_, err := withSearchPath("host=h search_path=app", "doclog_bench_1")
+	require.ErrorContains(t, err, "postgres:// URL")
+}
+
 func TestPeakRSS(t *testing.T) {
 	t.Parallel()
 	rss := embeddedRSS()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"go.uber.org/zap"
 
@@ -32,10 +31,11 @@ type embedded struct {
 	first  error      // the first failure seen, kept for every later phase
 }
 
-// startEmbedded starts the roles, with migrations applied and topics under a
-// fresh prefix (so a run never consumes an earlier run's backlog).
-func startEmbedded(ctx context.Context, cfg Config) (*embedded, error) {
-	prefix := cfg.TopicPrefix + "bench-" + uuid.NewString()[:8] + "."
+// startEmbedded starts the roles against cfg.DatabaseURL (the run's own
+// schema, see newRunner), with migrations applied and topics under a fresh
+// prefix named after id (so a run never consumes an earlier run's backlog).
+func startEmbedded(ctx context.Context, cfg Config, id string) (*embedded, error) {
+	prefix := cfg.TopicPrefix + "bench-" + id + "."
 	s := &app.Settings{
 		Roles:            []string{app.RoleIngest, app.RoleExecutor, app.RoleProjectors},
 		Projectors:       []string{"docview", "indexer"},

@@ -10,11 +10,13 @@ import (
 
 // Report is a run's outcome; its JSON form is `doclogctl bench -o json`.
 type Report struct {
-	Mode               string  `json:"mode"`
-	Via                string  `json:"via"`
-	Loop               string  `json:"loop"` // closed or open
-	RateOpsPerSec      float64 `json:"rateOpsPerSec,omitempty"`
-	Embedded           bool    `json:"embedded"`
+	Mode          string  `json:"mode"`
+	Via           string  `json:"via"`
+	Loop          string  `json:"loop"` // closed or open
+	RateOpsPerSec float64 `json:"rateOpsPerSec,omitempty"`
+	Embedded      bool    `json:"embedded"`
+	// Schema is the embedded run's own Postgres schema, dropped after it.
+	Schema             string  `json:"schema,omitempty"`
 	Documents          int     `json:"documents"`
 	ActionsPerDocument int     `json:"actionsPerDocument"`
 	DurationSeconds    float64 `json:"durationSeconds"`
@@ -101,7 +103,7 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 	if c.Rate > 0 {
 		rep.Loop = "open"
 	}
-	rep.Embedded, rep.Documents, rep.ActionsPerDocument = c.Embedded, c.Documents, c.ActionsPerDocument
+	rep.Embedded, rep.Schema, rep.Documents, rep.ActionsPerDocument = c.Embedded, r.schema, c.Documents, c.ActionsPerDocument
 	rep.DurationSeconds, rep.SampleIntervalMs = c.Duration.Seconds(), float64(c.SampleInterval)/float64(time.Millisecond)
 	rep.SubmitSeconds = loadDone.Sub(start).Seconds()
 	rep.SubmitFailures = r.fails.Load()

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,10 @@ type runner struct {
 	fails   atomic.Int64      // submissions that were not acknowledged
 	lastErr atomic.Value      // the last submission error, for the report
 
+	// schema is the embedded run's own schema, dropped by close through
+	// baseURL (the URL given, without the schema on its search path).
+	schema, baseURL string
+
 	// probes counts the statements the benchmark itself sends to Postgres
 	// during the measured phase (each its own transaction), subtracted
 	// from the database's counters.
@@ -61,16 +66,34 @@ func newRunner(ctx context.Context, cfg Config) (_ *runner, err error) {
 	r := &runner{cfg: cfg}
 	defer func() {
 		if err != nil {
-			r.close()
+			err = errors.Join(err, r.close())
 		}
 	}()
+	id := uuid.NewString()[:8]
+	if cfg.Embedded {
+		// The embedded roles get a schema of their own: in the database's
+		// own schema their projectors would share the checkpoint rows of
+		// any doclog already using it (they are keyed by projector name and
+		// partition), fencing that doclog's projectors and moving its
+		// positions to the benchmark topics' offsets. A fresh schema also
+		// starts every run from empty tables.
+		r.schema, r.baseURL = "doclog_bench_"+id, cfg.DatabaseURL
+		if err = pgprobe.CreateSchema(ctx, r.baseURL, r.schema); err != nil {
+			r.schema = ""
+			return nil, err
+		}
+		if cfg.DatabaseURL, err = withSearchPath(cfg.DatabaseURL, r.schema); err != nil {
+			return nil, err
+		}
+		r.cfg = cfg
+	}
 	if r.store, err = postgres.Open(ctx, withPoolSize(cfg.DatabaseURL, 4)); err != nil {
 		return nil, err
 	}
 	r.view = docview.NewView(r.store.Pool(), nil)
 	ingestURL, jobsTopic := cfg.IngestURL, kafka.TopicNames(cfg.TopicPrefix).Jobs
 	if cfg.Embedded {
-		if r.emb, err = startEmbedded(ctx, cfg); err != nil {
+		if r.emb, err = startEmbedded(ctx, cfg, id); err != nil {
 			return nil, err
 		}
 		ingestURL, jobsTopic = r.emb.ingestURL(), r.emb.names.Jobs
@@ -92,7 +115,9 @@ func newRunner(ctx context.Context, cfg Config) (_ *runner, err error) {
 	return r, nil
 }
 
-func (r *runner) close() {
+// close stops what newRunner started; its error is the failure to drop the
+// embedded run's schema, which is left behind then.
+func (r *runner) close() error {
 	if r.sub != nil {
 		r.sub.close()
 	}
@@ -102,6 +127,15 @@ func (r *runner) close() {
 	if r.store != nil {
 		r.store.Close()
 	}
+	if r.schema == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := pgprobe.DropSchema(ctx, r.baseURL, r.schema); err != nil {
+		return fmt.Errorf("the benchmark's schema %s is left behind (drop it by hand): %w", r.schema, err)
+	}
+	return nil
 }
 
 func (r *runner) progress(p Progress) {
@@ -444,6 +478,22 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-timer.C:
 		return nil
 	}
+}
+
+// withSearchPath sets the search_path of the connections of a database URL
+// (a postgres:// URL or a keyword/value string) to schema alone.
+func withSearchPath(raw, schema string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		if strings.Contains(raw, "search_path") {
+			return "", fmt.Errorf("an embedded benchmark runs in a schema of its own: give --database-url as a postgres:// URL to replace the search_path of %q", raw)
+		}
+		return raw + " search_path=" + schema, nil
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
 
 // withPoolSize sets pgxpool's pool_max_conns on a URL that does not set it,

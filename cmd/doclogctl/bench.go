@@ -35,8 +35,10 @@ or straight to the jobs topic (--via kafka). The loop is closed unless --rate
 
 Against a running doclog give --ingest-url (or --via kafka), --database-url and
 --kafka-seeds. With --embedded the ingest, executor and docview and indexer
-roles run in this process against the real Postgres and Kafka given; the
-database is migrated and the run's topics get a fresh prefix, deleted after.
+roles run in this process against the real Postgres and Kafka given, in a
+schema of their own (doclog_bench_<id>, migrated first) and on topics under a
+fresh prefix, both deleted after: a doclog already using the database keeps
+its data and its projectors' positions.
 
 The report: jobs/s and operations/s to WRITE_READY and READ_READY, latency
 percentiles from submission to each, peak RSS, Postgres transactions (and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/doclog/doclog/admin/bench"
 	"github.com/doclog/doclog/internal/testenv"
+	"github.com/doclog/doclog/log/postgres"
 )
 
 // TestBenchEmbedded runs short benchmarks against the real Postgres and
@@ -36,6 +37,14 @@ func TestBenchEmbedded(t *testing.T) {
 				}
 			}
 			url := migrated(t)
+			// Another doclog's projector position in the same schema,
+			// which the embedded run must leave alone.
+			store, err := postgres.Open(t.Context(), url)
+			require.NoError(t, err)
+			defer store.Close()
+			db := store.Pool()
+			_, err = db.Exec(t.Context(), `INSERT INTO projector_checkpoints (projector, partition, next_offset, epoch) VALUES ('docview', 0, 42, 7)`)
+			require.NoError(t, err)
 			kenv := testenv.Kafka(t)
 			args := append([]string{"bench", "--embedded", "--baseline", "-o", "json",
 				"--database-url", url, "--kafka-seeds", strings.Join(kenv.Config.Seeds, ","), "--topics-prefix", kenv.Topics.Prefix,
@@ -46,6 +55,20 @@ func TestBenchEmbedded(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 
 			require.True(t, rep.Embedded)
+			// The run worked in a schema of its own, and dropped it: the
+			// database's schema has neither its operations nor its
+			// positions.
+			require.True(t, strings.HasPrefix(rep.Schema, "doclog_bench_"), rep.Schema)
+			var left bool
+			require.NoError(t, db.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, rep.Schema).Scan(&left))
+			require.False(t, left, "schema %s left behind", rep.Schema)
+			var ops, checkpoints int
+			require.NoError(t, db.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM operations), (SELECT count(*) FROM projector_checkpoints)`).Scan(&ops, &checkpoints))
+			require.Zero(t, ops)
+			require.Equal(t, 1, checkpoints)
+			var next, epoch int64
+			require.NoError(t, db.QueryRow(t.Context(), `SELECT next_offset, epoch FROM projector_checkpoints WHERE projector = 'docview' AND partition = 0`).Scan(&next, &epoch))
+			require.Equal(t, []int64{42, 7}, []int64{next, epoch})
 			require.Equal(t, tc.flags[1], rep.Mode)
 			require.Equal(t, tc.flags[3], rep.Via)
 			require.Positive(t, rep.Submitted.Jobs)

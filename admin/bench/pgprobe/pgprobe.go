@@ -81,6 +81,28 @@ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).
 	return a, nil
 }
 
+// CreateSchema creates the empty schema name, on one connection of its own.
+func CreateSchema(ctx context.Context, databaseURL, name string) error {
+	return execOnce(ctx, databaseURL, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize(), "creating schema "+name)
+}
+
+// DropSchema drops the schema name and everything in it.
+func DropSchema(ctx context.Context, databaseURL, name string) error {
+	return execOnce(ctx, databaseURL, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE", "dropping schema "+name)
+}
+
+func execOnce(ctx context.Context, databaseURL, sql, doing string) error {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("%s: connecting: %w", doing, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	return nil
+}
+
 // copyColumns are the operation columns a client supplies; ordinal, txid
 // and written_at take their defaults, as they do on append.
 var copyColumns = []string{"document_id", "scope", "branch", "idx", "skip", "op_id", "job_id", "document_type",
