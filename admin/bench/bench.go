@@ -132,7 +132,7 @@ type Config struct {
 
 // Progress is where a run is.
 type Progress struct {
-	// Phase is "setup", "submit", "drain", "baseline" or "done".
+	// Phase is "setup", "submit", "drain", "legs", "statistics", "baseline" or "done".
 	Phase string
 	// Elapsed and Total are the submission time so far and Duration.
 	Elapsed, Total time.Duration

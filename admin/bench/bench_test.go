@@ -100,6 +100,17 @@ func TestWithPoolSize(t *testing.T) {
 	require.Equal(t, "host=h dbname=db", withPoolSize("host=h dbname=db", 20))
 }
 
+func TestNewLeg(t *testing.T) {
+	t.Parallel()
+	lat := make([]time.Duration, 0, 100)
+	for i := 100; i >= 1; i-- {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	l := newLeg("x", "span", lat)
+	require.Equal(t, Leg{Name: "x", Span: "span", Jobs: 100, MeanMs: 50.5, P50Ms: 50, P95Ms: 95, P99Ms: 99, MaxMs: 100}, l)
+	require.Equal(t, Leg{Name: "y", Span: "none"}, newLeg("y", "none", nil))
+}
+
 func TestWithSearchPath(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

@@ -35,6 +35,11 @@ type Report struct {
 
 	WriteReady Stage `json:"writeReady"`
 	ReadReady  Stage `json:"readReady"`
+	// Legs split the READ_READY latency at the timestamps of each job's
+	// records (see Leg); LegsError says why they are missing when the
+	// records could not be read back.
+	Legs      []Leg  `json:"legs,omitempty"`
+	LegsError string `json:"legsError,omitempty"`
 
 	// PeakRSS is empty when no doclog process was found on this host.
 	PeakRSS  []ProcessRSS `json:"peakRss"`

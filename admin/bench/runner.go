@@ -181,6 +181,17 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 
 	rep := &Report{}
 	r.fill(rep, start, loadDone, drained)
+	r.progress(Progress{Phase: "legs", Elapsed: r.cfg.Duration, Submitted: rep.Submitted.Jobs,
+		WriteReady: rep.WriteReady.Jobs, ReadReady: rep.ReadReady.Jobs})
+	topics := kafka.TopicNames(r.cfg.TopicPrefix)
+	if r.emb != nil {
+		topics = r.emb.names // before stop deletes them
+	}
+	if len(r.cfg.Kafka.Seeds) == 0 {
+		rep.LegsError = "the record timestamps need --kafka-seeds"
+	} else if rep.Legs, err = r.legs(ctx, topics); err != nil {
+		rep.LegsError = err.Error()
+	}
 	// The roles' sessions end with their pool, which makes them report
 	// their counters; the benchmark's own idle sessions report within a
 	// second.

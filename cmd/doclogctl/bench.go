@@ -148,6 +148,16 @@ func renderBench(g *globals, rep *bench.Report) error {
 	}); err != nil {
 		return err
 	}
+	if len(rep.Legs) > 0 {
+		if err := g.render(rep, func(t table.Writer) {
+			t.AppendHeader(table.Row{"leg to READ_READY", "jobs", "mean ms", "p50 ms", "p95 ms", "p99 ms", "max ms"})
+			for _, l := range rep.Legs {
+				t.AppendRow(table.Row{l.Name, l.Jobs, f1(l.MeanMs), f1(l.P50Ms), f1(l.P95Ms), f1(l.P99Ms), f1(l.MaxMs)})
+			}
+		}); err != nil {
+			return err
+		}
+	}
 	return g.render(rep, func(t table.Writer) {
 		if b := rep.Baseline; b != nil {
 			t.AppendRow(table.Row{"doclog/raw (ops/s)", fmt.Sprintf("%.3f to WRITE_READY, %.3f to READ_READY (COPY in %d-row chunks)",
@@ -172,6 +182,9 @@ func renderBench(g *globals, rep *bench.Report) error {
 			rep.Drained, rep.Failed, rep.SubmitFailures, rep.SampleIntervalMs)})
 		if rep.LastSubmitErr != "" {
 			t.AppendRow(table.Row{"last submission error", rep.LastSubmitErr})
+		}
+		if rep.LegsError != "" {
+			t.AppendRow(table.Row{"legs", "unknown: " + rep.LegsError})
 		}
 	})
 }

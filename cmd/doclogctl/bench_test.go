@@ -93,6 +93,20 @@ func TestBenchEmbedded(t *testing.T) {
 				require.Equal(t, rep.Submitted.Jobs, rep.Submitted.Operations)
 				require.Equal(t, "closed", rep.Loop)
 			}
+			// Every READ_READY job's records were read back, and its legs
+			// split its latency: they are never negative (the clocks are
+			// this host's; record timestamps are whole milliseconds, so a
+			// leg may read up to 1 ms short).
+			require.Empty(t, rep.LegsError)
+			require.Len(t, rep.Legs, 4)
+			for _, l := range rep.Legs {
+				require.Equal(t, rep.ReadReady.Jobs, l.Jobs, l.Name)
+				require.GreaterOrEqual(t, l.P50Ms, -1.0, l.Name)
+				require.LessOrEqual(t, l.P50Ms, l.P95Ms, l.Name)
+				require.LessOrEqual(t, l.P95Ms, l.P99Ms, l.Name)
+				require.LessOrEqual(t, l.P99Ms, l.MaxMs, l.Name)
+				require.LessOrEqual(t, l.MaxMs, rep.ReadReady.LatencyMaxMs+1, l.Name)
+			}
 			require.NotNil(t, rep.Baseline)
 			// The COPY carries the run's operations and the documents'
 			// creations.
