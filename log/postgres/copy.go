@@ -106,14 +106,14 @@ func guardUnderLocks(ctx context.Context, conn *pgx.Conn, a *appendArgs, keys []
 
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	b.Queue(hotPathSQL)
 	b.Queue(lockSQL, keys)
 	b.Queue(headsSQL, docs, scopes, branches)
 	b.Queue(settledSQL, a.jID)
 	b.Queue(xactSQL)
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
-	for range 3 { // BEGIN, SET LOCAL, lock
+	for range 3 { // BEGIN, the planner settings, lock
 		if _, err := br.Exec(); err != nil {
 			return err
 		}

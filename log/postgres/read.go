@@ -280,8 +280,12 @@ func (s *Store) JobResults(ctx context.Context, jobIDs []string) (_ map[string]o
 	if len(jobIDs) == 0 {
 		return out, nil
 	}
+	// Planned for each call (an unnamed statement): a plan cached while the
+	// jobs table was small scans it sequentially (see hotPathSQL), and this
+	// lookup runs outside the append transaction that could set the
+	// planner up.
 	rows, err := s.pool.Query(ctx, `SELECT job_id, document_id, status, streams, token, error_history, created_at
-FROM jobs WHERE job_id = ANY($1::text[])`, jobIDs)
+FROM jobs WHERE job_id = ANY($1::text[])`, pgx.QueryExecModeExec, jobIDs)
 	if err != nil {
 		return nil, fmt.Errorf("reading results of %d jobs: %w", len(jobIDs), err)
 	}

@@ -1,0 +1,4 @@
+package postgres
+
+// HotPathSQL is hotPathSQL, for the plan tests.
+const HotPathSQL = hotPathSQL
