@@ -4,6 +4,7 @@
 # `doclogctl bench --embedded --baseline` RUNS times (default 3, for medians)
 # in each of MODES (default "single batch") for DURATION (default 30s), and
 # stops both services. Each run's JSON report and a summary of the medians
+# (of the figures, and of the legs of READ_READY)
 # go to OUT (default .cache/bench-pipeline/<UTC time>); EXTRA adds flags to
 # every run (e.g. EXTRA="--rate 2000" for an open loop).
 #
@@ -134,6 +135,17 @@ if command -v jq >/dev/null; then
 				+ " | \([.[].peakRss[]] | group_by(.name)
 					| map("\(.[0].name | sub("^doclog serve "; "")): \(median(.peakBytes / 1048576) | round)")
 					| join("; ")) |"' "$OUT/$mode"-*.json
+		done
+		echo
+		echo "Legs of READ_READY, medians over the runs (mean / p99 ms):"
+		echo
+		echo "| mode | submit | executor wait | append and announce | projection |"
+		echo "| --- | --- | --- | --- | --- |"
+		for mode in $MODES; do
+			jq -rs --arg mode "$mode" '
+				def median(f): map(f) | sort | .[(length / 2 | floor)];
+				[range(0; 4) as $i | "\(median(.legs[$i].meanMs // 0) | round) / \(median(.legs[$i].p99Ms // 0) | round)"]
+				| "| \($mode) | " + join(" | ") + " |"' "$OUT/$mode"-*.json
 		done
 	} | tee "$OUT/summary.md"
 else
