@@ -116,3 +116,38 @@ func TestFenceAndHeads(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, qs)
 }
+
+// TestBatchPlansAvoidSequentialScans: a batch transaction plans with
+// sequential scans off (its statements read by key, and a plan cached on a
+// small table would stay a sequential scan as it grows), and the setting
+// ends with the transaction, not with the pooled connection.
+func TestBatchPlansAvoidSequentialScans(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cfg, err := pgxpool.ParseConfig(testenv.PostgresSchema(t))
+	require.NoError(t, err)
+	cfg.MaxConns = 1 // the transaction's connection is the one read after it
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	store := pgproj.New(pool)
+	_, err = store.Assign(ctx, "p", 0)
+	require.NoError(t, err)
+
+	var inside string
+	for _, fence := range []*projectors.Fence{nil, {Projector: "p", Partition: 0, Epoch: 1, NextOffset: 1}} {
+		require.NoError(t, store.InTx(ctx, fence, func(tx projectors.Tx) error {
+			q, err := pgproj.Conn(tx)
+			if err != nil {
+				return err
+			}
+			return q.QueryRow(ctx, `SHOW enable_seqscan`).Scan(&inside)
+		}))
+		require.Equal(t, "off", inside)
+		var after string
+		require.NoError(t, pool.QueryRow(ctx, `SHOW enable_seqscan`).Scan(&after))
+		require.Equal(t, "on", after)
+	}
+}
