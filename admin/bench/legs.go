@@ -41,6 +41,9 @@ var legSpans = [...][2]string{
 // already been measured, and its legs must not hold the report up.
 const legsReadTimeout = time.Minute
 
+// legsListTimeout bounds finding a topic's end offsets, the first request.
+const legsListTimeout = 10 * time.Second
+
 // recordTimes are the timestamps of a job's two records on the topics.
 type recordTimes struct{ job, writeReady time.Time }
 
@@ -122,7 +125,12 @@ func readJobIDs(ctx context.Context, cfg kafka.Config, topic string, fn func(id 
 		return fmt.Errorf("reading %s back: %w", topic, err)
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	// A broker that cannot be reached (a run against a remote doclog with
+	// the default seeds) fails here, within seconds rather than at the end
+	// of legsReadTimeout.
+	lctx, cancel := context.WithTimeout(ctx, legsListTimeout)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(lctx, topic)
 	if err == nil {
 		err = ends.Error()
 	}
