@@ -30,6 +30,7 @@ const (
 	DefaultProduceTimeout        = 30 * time.Second
 	DefaultShutdownTimeout       = 30 * time.Second
 	DefaultLoadConcurrency       = 8
+	DefaultOffsetCommitInterval  = 100 * time.Millisecond
 )
 
 // Config configures an Executor. The zero value of each optional field means
@@ -111,6 +112,13 @@ type Config struct {
 	// ShutdownTimeout bounds finishing the in-flight batch after Run's
 	// context ends or Close is called. Default 30s.
 	ShutdownTimeout time.Duration
+	// OffsetCommitInterval is how often, at most, the loop commits the
+	// offsets of the jobs it announced; a member that stops, and a
+	// partition being revoked, commit at once. An offset only bounds
+	// re-delivery (a job read again is found settled and re-announced), so
+	// committing after every poll would cost each poll a round trip to the
+	// group coordinator and the broker a write per poll. Default 100ms.
+	OffsetCommitInterval time.Duration
 
 	// Logger receives the executor's logs, unnamed (the caller names it);
 	// franz-go's go to its "kafka" child. Default: none.
@@ -133,6 +141,7 @@ func (c Config) WithDefaults() Config {
 	}
 	setDefault(&c.Group, DefaultGroup)
 	setDefault(&c.MaxPollRecords, DefaultMaxPollRecords)
+	setDefault(&c.OffsetCommitInterval, DefaultOffsetCommitInterval)
 	setDefault(&c.MaxRecordBytes, record.DefaultMaxSize)
 	setDefault(&c.InlineOperationsBytes, record.DefaultInlineOperationsBytes)
 	setDefault(&c.KeyframeInterval, DefaultKeyframeInterval)
@@ -183,7 +192,7 @@ func (c Config) Validate() error {
 		{"retry base delay", c.RetryBaseDelay, false}, {"retry max delay", c.RetryMaxDelay, false},
 		{"job timeout", c.JobTimeout, false}, {"dependency poll", c.DependencyPoll, false},
 		{"store timeout", c.StoreTimeout, false}, {"produce timeout", c.ProduceTimeout, false},
-		{"shutdown timeout", c.ShutdownTimeout, false},
+		{"shutdown timeout", c.ShutdownTimeout, false}, {"offset commit interval", c.OffsetCommitInterval, false},
 		{"session timeout", c.SessionTimeout, true}, {"rebalance timeout", c.RebalanceTimeout, true},
 		{"heartbeat interval", c.HeartbeatInterval, true}, {"fetch max wait", c.FetchMaxWait, true},
 	} {

@@ -23,6 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, executor.DefaultRetryMaxDelay, c.RetryMaxDelay)
 	require.Equal(t, executor.DefaultConflictBudget, c.ConflictBudget)
 	require.Equal(t, executor.DefaultJobTimeout, c.JobTimeout)
+	require.Equal(t, executor.DefaultOffsetCommitInterval, c.OffsetCommitInterval)
 	require.NotNil(t, c.Logger)
 	require.Zero(t, c.SessionTimeout, "zero keeps franz-go's default")
 }
@@ -43,15 +44,16 @@ func TestConfigValidate(t *testing.T) {
 		change func(*executor.Config)
 		want   string
 	}{
-		"no store":         {func(c *executor.Config) { c.Store = nil }, "store is required"},
-		"no registry":      {func(c *executor.Config) { c.Registry = nil }, "registry is required"},
-		"no seeds":         {func(c *executor.Config) { c.Kafka.Seeds = nil }, "kafka seeds are required"},
-		"no topic":         {func(c *executor.Config) { c.Topics.DeadLetters = "" }, "dead-letter"},
-		"negative delay":   {func(c *executor.Config) { c.RetryBaseDelay = -time.Second }, "retry base delay must be positive"},
-		"max below base":   {func(c *executor.Config) { c.RetryMaxDelay = time.Millisecond }, "below the base delay"},
-		"negative retries": {func(c *executor.Config) { c.MaxRetries = -1 }, "max retries must be at least 0"},
-		"negative session": {func(c *executor.Config) { c.SessionTimeout = -1 }, "session timeout must be positive"},
-		"zero budget":      {func(c *executor.Config) { c.ConflictBudget = -1 }, "conflict budget must be at least 1"},
+		"no store":                 {func(c *executor.Config) { c.Store = nil }, "store is required"},
+		"no registry":              {func(c *executor.Config) { c.Registry = nil }, "registry is required"},
+		"no seeds":                 {func(c *executor.Config) { c.Kafka.Seeds = nil }, "kafka seeds are required"},
+		"no topic":                 {func(c *executor.Config) { c.Topics.DeadLetters = "" }, "dead-letter"},
+		"negative delay":           {func(c *executor.Config) { c.RetryBaseDelay = -time.Second }, "retry base delay must be positive"},
+		"max below base":           {func(c *executor.Config) { c.RetryMaxDelay = time.Millisecond }, "below the base delay"},
+		"negative retries":         {func(c *executor.Config) { c.MaxRetries = -1 }, "max retries must be at least 0"},
+		"negative session":         {func(c *executor.Config) { c.SessionTimeout = -1 }, "session timeout must be positive"},
+		"zero budget":              {func(c *executor.Config) { c.ConflictBudget = -1 }, "conflict budget must be at least 1"},
+		"negative commit interval": {func(c *executor.Config) { c.OffsetCommitInterval = -time.Second }, "offset commit interval must be positive"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := valid()

@@ -77,6 +77,8 @@ type Executor struct {
 	// processes a poll; the rebalance callbacks take it to drop partitions.
 	mu    sync.Mutex
 	parts map[int32]*partition
+	// lastCommit is when the loop last committed offsets.
+	lastCommit time.Time
 	// Unavailability: when it began, the last error, how often the retry
 	// failed and when to retry next.
 	outageSince    time.Time
@@ -192,8 +194,8 @@ func New(cfg Config) (*Executor, error) {
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { e.drop("revoked", m) }),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { e.drop("lost", m) }),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { e.drop(ctx, "revoked", m) }),
+		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { e.drop(ctx, "lost", m) }),
 		// Announcements may be produced twice (a re-announcement is one
 		// anyway), so the idempotent producer buys nothing here, and it
 		// would keep a record whose outcome is unknown in flight until the
@@ -293,6 +295,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if ferr := e.flush(work); ferr != nil {
 		e.log.Warn("final flush failed; the records will be re-delivered", zap.Error(ferr))
 	}
+	e.commit(work, true, nil)
 	e.mu.Unlock()
 	e.cl.Close()
 	e.log.Info("executor stopped")
@@ -351,6 +354,9 @@ func (e *Executor) nextWake(now time.Time) time.Time {
 		return e.outageRetryAt
 	}
 	var wake time.Time
+	if e.uncommitted() {
+		wake = e.lastCommit.Add(e.cfg.OffsetCommitInterval)
+	}
 	for _, ps := range e.parts {
 		ps.walk(func(p *pending) bool {
 			t := p.notBefore
@@ -417,10 +423,19 @@ func (e *Executor) leaveOutage(now time.Time) {
 
 // drop forgets revoked or lost partitions: their pending records (the next
 // owner reads them again from the committed offset) and their cached
-// streams. franz-go calls it between polls, so nothing is in flight.
-func (e *Executor) drop(how string, m map[string][]int32) {
+// streams. franz-go calls it between polls, so nothing is in flight. What
+// the loop announced and has not committed yet (see OffsetCommitInterval)
+// is committed first for revoked partitions, so that their next owner does
+// not announce it again; a cancelled context means the client is closing,
+// and Run has committed already.
+func (e *Executor) drop(ctx context.Context, how string, m map[string][]int32) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if ids := m[e.cfg.Topics.Jobs]; how == "revoked" && len(ids) > 0 && ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(ctx, e.cfg.ShutdownTimeout)
+		e.commit(ctx, true, ids)
+		cancel()
+	}
 	for _, id := range m[e.cfg.Topics.Jobs] {
 		if ps := e.parts[id]; ps != nil {
 			if ps.paused {
@@ -549,35 +564,36 @@ func (e *Executor) flush(ctx context.Context) error {
 	for _, ps := range e.parts {
 		ps.jobs = slices.DeleteFunc(ps.jobs, func(p *pending) bool { return p.settled })
 	}
-	e.commit(ctx)
+	e.commit(ctx, false, nil)
 	return nil
 }
 
 // commit commits, per partition, the offset of its first unsettled record,
-// or the one after the last record polled when none is pending.
-func (e *Executor) commit(ctx context.Context) {
+// or the one after the last record polled when none is pending: only what
+// flush announced and saw acknowledged. The loop commits at most once per
+// OffsetCommitInterval (nextWake brings an idle loop back for what is
+// left); force commits now, at stop. ids restricts the commit to those
+// partitions (nil: all).
+func (e *Executor) commit(ctx context.Context, force bool, ids []int32) {
 	offsets := map[int32]kgo.EpochOffset{}
 	for id, ps := range e.parts {
-		var eo kgo.EpochOffset
-		switch {
-		case len(ps.jobs) > 0:
-			eo = kgo.EpochOffset{Epoch: ps.jobs[0].rec.LeaderEpoch, Offset: ps.jobs[0].rec.Offset}
-		case ps.last != nil:
-			eo = kgo.EpochOffset{Epoch: ps.last.LeaderEpoch, Offset: ps.last.Offset + 1}
-		default:
+		if ids != nil && !slices.Contains(ids, id) {
 			continue
 		}
-		if eo.Offset > ps.committed {
+		if eo, ok := ps.commitOffset(); ok && eo.Offset > ps.committed {
 			offsets[id] = eo
 		}
 	}
 	if len(offsets) == 0 {
 		return
 	}
+	if !force && time.Since(e.lastCommit) < e.cfg.OffsetCommitInterval {
+		return
+	}
+	e.lastCommit = time.Now()
 	// Timed only when there is something to commit: a poll that commits
 	// nothing must not pull the stage's mean toward zero.
-	start := time.Now()
-	defer e.m.since("commit", start)
+	defer e.m.since("commit", e.lastCommit)
 	var cerr error
 	e.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{e.cfg.Topics.Jobs: offsets},
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
@@ -604,6 +620,28 @@ func (e *Executor) commit(ctx context.Context) {
 			ps.committed = eo.Offset
 		}
 	}
+}
+
+// uncommitted reports whether some partition has an offset to commit.
+func (e *Executor) uncommitted() bool {
+	for _, ps := range e.parts {
+		if eo, ok := ps.commitOffset(); ok && eo.Offset > ps.committed {
+			return true
+		}
+	}
+	return false
+}
+
+// commitOffset is the offset the partition may commit: that of its first
+// unsettled record, or the one after the last record polled.
+func (ps *partition) commitOffset() (kgo.EpochOffset, bool) {
+	switch {
+	case len(ps.jobs) > 0:
+		return kgo.EpochOffset{Epoch: ps.jobs[0].rec.LeaderEpoch, Offset: ps.jobs[0].rec.Offset}, true
+	case ps.last != nil:
+		return kgo.EpochOffset{Epoch: ps.last.LeaderEpoch, Offset: ps.last.Offset + 1}, true
+	}
+	return kgo.EpochOffset{}, false
 }
 
 func (e *Executor) sortedParts() []*partition {
