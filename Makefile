@@ -32,6 +32,10 @@ bench: ## Run the Go benchmarks against a real Postgres with fsync on
 bench-pipeline: ## Pipeline benchmark (issue 7): doclogctl bench --embedded --baseline, both modes, 3 runs each, on throwaway Postgres (fsync on) and Kafka
 	@scripts/bench-pipeline.sh
 
+.PHONY: bench-latency
+bench-latency: ## Latency target (issue 7): closed-loop single runs, then open-loop runs at half their median rate
+	@HALF_PEAK=1 MODES=single scripts/bench-pipeline.sh
+
 .PHONY: clean
 clean: ## Remove build output and cached downloads
 	rm -rf bin .cache
