@@ -36,7 +36,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -597,17 +596,7 @@ func (e *Executor) commit(ctx context.Context, force bool, ids []int32) {
 	var cerr error
 	e.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{e.cfg.Topics.Jobs: offsets},
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				cerr = err
-				return
-			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil && cerr == nil {
-						cerr = perr
-					}
-				}
-			}
+			cerr = kafka.CommitError(resp, err)
 		})
 	if cerr != nil {
 		// Harmless: the next commit covers these offsets, and after a

@@ -22,12 +22,10 @@ func FuzzDecodeStrictAgrees(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, fresh := range []func() any{
+		require.NoError(t, jsonvalue.CheckAgreement(data,
 			func() any { return new(jobBody) },
 			func() any { return new(createBody) },
 			func() any { return new(actionBody) },
-		} {
-			require.NoError(t, jsonvalue.CheckAgreement(data, fresh))
-		}
+		))
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -404,16 +403,7 @@ func (r *Runner) commit(ctx context.Context, pending map[int32]kgo.EpochOffset) 
 	start := time.Now()
 	var commitErr error
 	r.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{r.cfg.Topic: offsets}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err == nil {
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode != 0 {
-						err = kerr.ErrorForCode(p.ErrorCode)
-					}
-				}
-			}
-		}
-		commitErr = err
+		commitErr = kafka.CommitError(resp, err)
 	})
 	if err := commitErr; err != nil && ctx.Err() == nil {
 		// Not fatal: the checkpoint in Postgres is what the next owner

@@ -34,12 +34,10 @@ func FuzzDecodeStrictAgrees(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, fresh := range []func() any{
+		require.NoError(t, jsonvalue.CheckAgreement(data,
 			func() any { return new(jobWire) },
 			func() any { return new(writeReadyWire) },
 			func() any { return new(deadLetterWire) },
-		} {
-			require.NoError(t, jsonvalue.CheckAgreement(data, fresh))
-		}
+		))
 	})
 }

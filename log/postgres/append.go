@@ -86,20 +86,14 @@ SELECT r, NULL::int8, NULL::int8 FROM ok
 UNION ALL
 SELECT NULL, idx, ordinal FROM ins_ops`
 
-// txSQL reads what the batch's rows share: the transaction id and its start.
-// hotPathSQL sets, for the append transaction, how its statements are
-// planned. They always run their cached generic plan: a custom plan per
-// call costs more than the insert of a small batch, and their plans do not
-// depend on the array arguments. And they never scan a table sequentially:
-// each probes the log by primary key or index, which is always right, but a
-// generic plan is made once per connection and kept until the table is next
-// analyzed, and one made while the jobs table held a few hundred rows (a
-// new installation, a benchmark's fresh schema) is a sequential scan that
-// compares every row with every job id of the batch. Measured: with 85,000
-// rows written in the following half minute, the copy path's lookup of
-// settled jobs took 69 ms on average and 1.4 s at worst, against 0.5 ms.
-const hotPathSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+// hotPathSQL sets how the append transaction's statements are planned:
+// always with their cached generic plan (a custom plan per call costs more
+// than the insert of a small batch, and their plans do not depend on the
+// array arguments), and never with a sequential scan (pgtx.NoSeqScan: a
+// generic plan cached while a table was small would otherwise stay one).
+const hotPathSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), ` + pgtx.NoSeqScan
 
+// txSQL reads what the batch's rows share: the transaction id and its start.
 const txSQL = `SELECT coalesce(pg_current_xact_id_if_assigned()::text, '0'), now()`
 
 // appendArgs is the columnar form of a batch for appendSQL. An operation
@@ -297,18 +291,16 @@ func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) (_ []opl
 	}
 
 	var l *landed
-	switch {
-	case independent(plans) && s.copyMin > 0 && countOperations(plans) >= s.copyMin:
-		l, err = s.appendCopy(ctx, plans)
+	if independent(plans) {
+		write := s.appendPipelined
+		if s.copyMin > 0 && countOperations(plans) >= s.copyMin {
+			write = s.appendCopy
+		}
+		l, err = write(ctx, plans)
 		if err != nil && requestError(err) {
 			l, err = s.appendOneByOne(ctx, plans)
 		}
-	case independent(plans):
-		l, err = s.appendPipelined(ctx, plans)
-		if err != nil && requestError(err) {
-			l, err = s.appendOneByOne(ctx, plans)
-		}
-	default:
+	} else {
 		l, err = s.appendOneByOne(ctx, plans)
 	}
 	if err != nil {

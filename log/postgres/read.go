@@ -281,7 +281,7 @@ func (s *Store) JobResults(ctx context.Context, jobIDs []string) (_ map[string]o
 		return out, nil
 	}
 	// Planned for each call (an unnamed statement): a plan cached while the
-	// jobs table was small scans it sequentially (see hotPathSQL), and this
+	// jobs table was small scans it sequentially (see pgtx.NoSeqScan), and this
 	// lookup runs outside the append transaction that could set the
 	// planner up.
 	rows, err := s.pool.Query(ctx, `SELECT job_id, document_id, status, streams, token, error_history, created_at

@@ -79,13 +79,9 @@ RETURNING next_offset, epoch`, projector, partition).Scan(&cp.NextOffset, &cp.Ep
 // committed before it.
 const fenceSQL = `SELECT epoch FROM projector_checkpoints WHERE projector = $1 AND partition = $2 FOR UPDATE`
 
-// keyedPlansSQL keeps the transaction's statements off sequential scans.
-// Every statement of a projector batch reads or writes rows by key, and a
-// plan is cached per connection until the table is next analyzed: one made
-// while a table held a few rows (a new installation) is a sequential scan,
-// which stays in use as the table grows. The log's append does the same
-// (docs/log.md).
-const keyedPlansSQL = `SELECT set_config('enable_seqscan', 'off', true)`
+// keyedPlansSQL keeps the batch's statements, all keyed, off sequential
+// scans (pgtx.NoSeqScan).
+const keyedPlansSQL = `SELECT ` + pgtx.NoSeqScan
 
 // InTx runs fn in a transaction, fenced and checkpointed when fence is set.
 // BEGIN and the fence check share a round trip, and so do the checkpoint
