@@ -37,6 +37,13 @@ func (w wants) add(stream oplog.StreamKey, documentType string, upTo int64, ops 
 	}
 }
 
+// merge adds another batch's streams (a poll's other partition).
+func (w wants) merge(o wants) {
+	for k, x := range o {
+		w.add(k, x.documentType, x.upTo, x.ops)
+	}
+}
+
 func (w wants) keys() []oplog.StreamKey {
 	keys := make([]oplog.StreamKey, 0, len(w))
 	for k := range w {

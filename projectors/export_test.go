@@ -6,7 +6,7 @@ import "context"
 // in the batch transaction before the checkpoint moves (an error rolls the
 // batch back), afterTx after the database commit and before the Kafka
 // commit.
-func NewWithHooks(cfg Config, inTx func(ctx context.Context, partition int32) error, afterTx func(ctx context.Context, partition int32)) (*Runner, error) {
+func NewWithHooks(cfg Config, inTx func(ctx context.Context) error, afterTx func(ctx context.Context)) (*Runner, error) {
 	r, err := New(cfg)
 	if err != nil {
 		return nil, err

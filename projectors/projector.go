@@ -145,11 +145,13 @@ type Store interface {
 	// Assign bumps the epoch of a partition's checkpoint (creating it) and
 	// returns it: from now on only the holder of the new epoch may move it.
 	Assign(ctx context.Context, projector string, partition int32) (Checkpoint, error)
-	// InTx runs fn in one transaction. With a fence, the partition's epoch
-	// is checked first, holding the checkpoint row until the end, and
-	// *FencedError is returned, with nothing written, when it is stale; the
-	// checkpoint moves to fence.NextOffset in the same transaction.
-	InTx(ctx context.Context, fence *Fence, fn func(Tx) error) error
+	// InTx runs fn in one transaction. With fences (of one projector, one
+	// per partition), every partition's epoch is checked first, holding the
+	// checkpoint rows until the end, and *FencedError names the first stale
+	// one, with nothing written; each checkpoint moves to its fence's
+	// NextOffset in the same transaction. Without, the transaction is
+	// neither fenced nor checkpointed (the reconciler's).
+	InTx(ctx context.Context, fences []Fence, fn func(Tx) error) error
 	// LastIndexes returns the stored last index of every stream the
 	// projector keeps for the documents.
 	LastIndexes(ctx context.Context, projector string, documentIDs []string) (map[oplog.StreamKey]int64, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -47,10 +48,10 @@ type Runner struct {
 // hooks let tests stop a batch at chosen points (export_test.go).
 type hooks struct {
 	// inTx runs in the batch transaction after the projector wrote and
-	// before the checkpoint moves; an error rolls the batch back.
-	inTx func(ctx context.Context, partition int32) error
+	// before the checkpoints move; an error rolls the batch back.
+	inTx func(ctx context.Context) error
 	// afterTx runs after the database commit and before the Kafka commit.
-	afterTx func(ctx context.Context, partition int32)
+	afterTx func(ctx context.Context)
 }
 
 // partition is an assigned partition and the epoch this member holds.
@@ -138,28 +139,19 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.m.errors.WithLabelValues(r.name, "fetch").Inc()
 			r.fail(fmt.Errorf("fetch %s partition %d: %w", topic, p, err))
 		})
-		// Partitions are independent (a document's records all share one),
-		// so a poll's partitions are applied in parallel; the next poll
-		// waits for all of them, which keeps each partition's batches in
-		// order. One Kafka commit then covers every partition that committed
-		// since the last one.
-		var (
-			batches sync.WaitGroup
-			mu      sync.Mutex
-		)
+		// A poll's partitions are applied as one fenced transaction: one
+		// commit (and fsync) and one set of statements per poll rather than
+		// per partition. One Kafka commit then covers every partition that
+		// committed since the last one.
+		var polled []kgo.FetchTopicPartition
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			if len(ftp.Records) == 0 || ftp.Topic != r.cfg.Topic {
-				return
+			if len(ftp.Records) > 0 && ftp.Topic == r.cfg.Topic {
+				polled = append(polled, ftp)
 			}
-			batches.Go(func() {
-				if at, ok := r.handle(ctx, ftp); ok {
-					mu.Lock()
-					pending[ftp.Partition] = at
-					mu.Unlock()
-				}
-			})
 		})
-		batches.Wait()
+		if len(polled) > 0 {
+			maps.Copy(pending, r.handle(ctx, polled))
+		}
 		if len(pending) > 0 && time.Since(lastCommit) >= r.cfg.OffsetCommitInterval {
 			r.commit(ctx, pending)
 			pending, lastCommit = map[int32]kgo.EpochOffset{}, time.Now()
@@ -331,40 +323,68 @@ func (r *Runner) observeLatency(times []jobTimes) {
 	}
 }
 
-// handle applies one partition's share of a poll as one fenced transaction,
-// retrying it until it commits, the partition moves, or the runner stops. It
-// returns the offset to commit to Kafka once the database committed.
-func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) (kgo.EpochOffset, bool) {
-	last := ftp.Records[len(ftp.Records)-1]
-	r.m.lag.WithLabelValues(r.name, strconv.Itoa(int(ftp.Partition))).Set(float64(max(0, ftp.HighWatermark-last.Offset-1)))
-	start := time.Now()
-	w, times := r.decode(ftp.Records)
-	r.m.stage.WithLabelValues(r.name, "decode").Observe(time.Since(start).Seconds())
-	var out outcome
-	err := r.retry(ctx, "batch", func() error {
-		part, ok := r.partition(ftp.Partition)
-		if !ok {
-			return &FencedError{Projector: r.name, Partition: ftp.Partition, Epoch: -1, Current: -1}
-		}
+// polledPartition is one partition's share of a poll, decoded.
+type polledPartition struct {
+	id    int32
+	last  *kgo.Record
+	w     wants
+	times []jobTimes
+	n     int // records
+}
+
+// handle applies a poll's partitions as one fenced transaction, retrying it
+// until it commits or the runner stops. A partition found fenced (it moved
+// to another member) is marked and left out, and the rest is tried again at
+// once. It returns, per partition, the offset to commit to Kafka once the
+// database committed.
+func (r *Runner) handle(ctx context.Context, polled []kgo.FetchTopicPartition) map[int32]kgo.EpochOffset {
+	parts := make([]polledPartition, 0, len(polled))
+	for _, ftp := range polled {
+		last := ftp.Records[len(ftp.Records)-1]
+		r.m.lag.WithLabelValues(r.name, strconv.Itoa(int(ftp.Partition))).Set(float64(max(0, ftp.HighWatermark-last.Offset-1)))
 		start := time.Now()
-		fence := &Fence{Projector: r.name, Partition: part.id, Epoch: part.epoch, NextOffset: last.Offset + 1}
-		err := r.cfg.Store.InTx(ctx, fence, func(tx Tx) error {
-			var err error
-			if out, err = r.adv.advance(ctx, tx, w); err != nil {
-				return err
+		w, times := r.decode(ftp.Records)
+		r.m.stage.WithLabelValues(r.name, "decode").Observe(time.Since(start).Seconds())
+		parts = append(parts, polledPartition{id: ftp.Partition, last: last, w: w, times: times, n: len(ftp.Records)})
+	}
+	for {
+		var (
+			out  outcome
+			held []polledPartition
+		)
+		err := r.retry(ctx, "batch", func() error {
+			held = held[:0]
+			var fences []Fence
+			w := wants{}
+			for _, pp := range parts {
+				part, ok := r.partition(pp.id)
+				if !ok {
+					continue // revoked or fenced meanwhile
+				}
+				held = append(held, pp)
+				fences = append(fences, Fence{Projector: r.name, Partition: part.id, Epoch: part.epoch, NextOffset: pp.last.Offset + 1})
+				w.merge(pp.w)
 			}
-			if r.hooks.inTx != nil {
-				return r.hooks.inTx(ctx, part.id)
+			if len(held) == 0 {
+				return nil
 			}
-			return nil
+			start := time.Now()
+			err := r.cfg.Store.InTx(ctx, fences, func(tx Tx) error {
+				var err error
+				if out, err = r.adv.advance(ctx, tx, w); err != nil {
+					return err
+				}
+				if r.hooks.inTx != nil {
+					return r.hooks.inTx(ctx)
+				}
+				return nil
+			})
+			r.m.stage.WithLabelValues(r.name, "transaction").Observe(time.Since(start).Seconds())
+			return err
 		})
-		r.m.stage.WithLabelValues(r.name, "transaction").Observe(time.Since(start).Seconds())
-		return err
-	})
-	var fe *FencedError
-	switch {
-	case errors.As(err, &fe):
-		if fe.Epoch >= 0 {
+		var fe *FencedError
+		switch {
+		case errors.As(err, &fe):
 			r.m.fenced.Inc()
 			r.logger.Warn("batch fenced: the partition moved to another member", zap.Int32("partition", fe.Partition),
 				zap.Int64("epoch", fe.Epoch), zap.Int64("current_epoch", fe.Current))
@@ -373,17 +393,25 @@ func (r *Runner) handle(ctx context.Context, ftp kgo.FetchTopicPartition) (kgo.E
 				x.fenced = true
 			}
 			r.mu.Unlock()
+			continue // without the fenced partition
+		case err != nil:
+			return nil // the runner is stopping; the batch rolled back
+		case len(held) == 0:
+			return nil
 		}
-		return kgo.EpochOffset{}, false
-	case err != nil:
-		return kgo.EpochOffset{}, false // the runner is stopping; the batch rolled back
+		records := 0
+		offsets := make(map[int32]kgo.EpochOffset, len(held))
+		for _, pp := range held {
+			records += pp.n
+			r.observeLatency(pp.times)
+			offsets[pp.id] = kgo.EpochOffset{Epoch: pp.last.LeaderEpoch, Offset: pp.last.Offset + 1}
+		}
+		r.observe(out, "batch", records)
+		if r.hooks.afterTx != nil {
+			r.hooks.afterTx(ctx)
+		}
+		return offsets
 	}
-	r.observe(out, "batch", len(ftp.Records))
-	r.observeLatency(times)
-	if r.hooks.afterTx != nil {
-		r.hooks.afterTx(ctx, ftp.Partition)
-	}
-	return kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}, true
 }
 
 // commit commits the offsets of the partitions whose batches committed.

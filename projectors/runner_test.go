@@ -77,12 +77,12 @@ func TestKilledMidBatchResumes(t *testing.T) {
 		}
 		cfg := b.Config(docview.Projector{}, "docview")
 		cfg.MaxPollRecords = 7 // several batches per partition
-		var inTx func(context.Context, int32) error
-		var afterTx func(context.Context, int32)
+		var inTx func(context.Context) error
+		var afterTx func(context.Context)
 		if stage == "in-transaction" {
-			inTx = func(ctx context.Context, _ int32) error { block(ctx); return ctx.Err() }
+			inTx = func(ctx context.Context) error { block(ctx); return ctx.Err() }
 		} else {
-			afterTx = func(ctx context.Context, _ int32) { block(ctx) }
+			afterTx = func(ctx context.Context) { block(ctx) }
 		}
 		r, err := projectors.NewWithHooks(cfg, inTx, afterTx)
 		require.NoError(t, err)
@@ -208,7 +208,7 @@ func TestStaleMemberIsFenced(t *testing.T) {
 	// The store refuses a stale epoch outright.
 	cp, err := b.Store.Assign(ctx, docview.Name, 0)
 	require.NoError(t, err)
-	err = b.Store.InTx(ctx, &projectors.Fence{Projector: docview.Name, Partition: 0, Epoch: cp.Epoch - 1, NextOffset: 99}, func(projectors.Tx) error { return nil })
+	err = b.Store.InTx(ctx, []projectors.Fence{{Projector: docview.Name, Partition: 0, Epoch: cp.Epoch - 1, NextOffset: 99}}, func(projectors.Tx) error { return nil })
 	var fe *projectors.FencedError
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, cp.Epoch, fe.Current)

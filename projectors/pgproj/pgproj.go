@@ -4,14 +4,15 @@
 // uses for its own numbered SQL files. Projector stores get the connection
 // of a batch's transaction with Conn, so only Postgres store code imports
 // pgx. A batch transaction costs three round trips plus the projector's own
-// statements: BEGIN with the fence check, the stream locks with the reads
-// of heads and quarantines (Claim), the checkpoint with COMMIT.
+// statements, however many partitions it covers: BEGIN with the fence
+// check, the stream locks with the reads of heads and quarantines (Claim),
+// the checkpoints with COMMIT.
 package pgproj
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -74,19 +75,30 @@ RETURNING next_offset, epoch`, projector, partition).Scan(&cp.NextOffset, &cp.Ep
 	return cp, nil
 }
 
-// fenceSQL reads the partition's epoch FOR UPDATE: an Assign of the
-// partition waits for this batch, and this batch sees any Assign that
-// committed before it.
-const fenceSQL = `SELECT epoch FROM projector_checkpoints WHERE projector = $1 AND partition = $2 FOR UPDATE`
+// fenceSQL reads the epochs of the batch's partitions FOR UPDATE, in
+// partition order so that two batches never wait on each other crosswise:
+// an Assign of one of them waits for this batch, and this batch sees any
+// Assign that committed before it.
+const fenceSQL = `SELECT partition, epoch FROM projector_checkpoints
+WHERE projector = $1 AND partition = ANY($2::int[]) ORDER BY partition FOR UPDATE`
+
+// checkpointSQL moves every fenced partition's checkpoint in one statement.
+const checkpointSQL = `UPDATE projector_checkpoints c SET next_offset = u.o, updated_at = now()
+FROM unnest($2::int[], $3::bigint[]) AS u(p, o) WHERE c.projector = $1 AND c.partition = u.p`
 
 // keyedPlansSQL keeps the batch's statements, all keyed, off sequential
 // scans (pgtx.NoSeqScan).
 const keyedPlansSQL = `SELECT ` + pgtx.NoSeqScan
 
-// InTx runs fn in a transaction, fenced and checkpointed when fence is set.
-// BEGIN and the fence check share a round trip, and so do the checkpoint
-// and COMMIT.
-func (s *Store) InTx(ctx context.Context, fence *projectors.Fence, fn func(projectors.Tx) error) (err error) {
+// InTx runs fn in a transaction, fenced and checkpointed for every fence
+// given (none: neither). BEGIN and the fence check share a round trip, and
+// so do the checkpoints and COMMIT, however many partitions the batch
+// covers.
+func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(projectors.Tx) error) (err error) {
+	projector, parts, offsets, err := fenceArrays(fences)
+	if err != nil {
+		return err
+	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire a connection: %w", err)
@@ -106,8 +118,8 @@ func (s *Store) InTx(ctx context.Context, fence *projectors.Fence, fn func(proje
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(keyedPlansSQL)
-	if fence != nil {
-		b.Queue(fenceSQL, fence.Projector, fence.Partition)
+	if len(fences) > 0 {
+		b.Queue(fenceSQL, projector, parts)
 	}
 	if err := func() error {
 		br := conn.SendBatch(ctx, b)
@@ -117,18 +129,26 @@ func (s *Store) InTx(ctx context.Context, fence *projectors.Fence, fn func(proje
 				return fmt.Errorf("begin: %w", err)
 			}
 		}
-		if fence == nil {
+		if len(fences) == 0 {
 			return br.Close()
 		}
-		var epoch int64
-		err := br.QueryRow().Scan(&epoch)
-		if errors.Is(err, pgx.ErrNoRows) {
-			epoch = -1
-		} else if err != nil {
-			return fmt.Errorf("check the epoch of partition %d: %w", fence.Partition, err)
+		rows, _ := br.Query()
+		epochs := make(map[int32]int64, len(fences))
+		var (
+			p     int32
+			epoch int64
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&p, &epoch}, func() error { epochs[p] = epoch; return nil }); err != nil {
+			return fmt.Errorf("check the epochs of partitions %v: %w", parts, err)
 		}
-		if epoch != fence.Epoch {
-			return &projectors.FencedError{Projector: fence.Projector, Partition: fence.Partition, Epoch: fence.Epoch, Current: epoch}
+		for _, f := range fences {
+			current, ok := epochs[f.Partition]
+			if !ok {
+				current = -1
+			}
+			if current != f.Epoch {
+				return &projectors.FencedError{Projector: f.Projector, Partition: f.Partition, Epoch: f.Epoch, Current: current}
+			}
 		}
 		return br.Close()
 	}(); err != nil {
@@ -140,22 +160,39 @@ func (s *Store) InTx(ctx context.Context, fence *projectors.Fence, fn func(proje
 	}
 
 	b = &pgx.Batch{}
-	if fence != nil {
-		b.Queue(`UPDATE projector_checkpoints SET next_offset = $3, updated_at = now() WHERE projector = $1 AND partition = $2`,
-			fence.Projector, fence.Partition, fence.NextOffset)
+	if len(fences) > 0 {
+		b.Queue(checkpointSQL, projector, parts, offsets)
 	}
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
-	if fence != nil {
+	if len(fences) > 0 {
 		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("move the checkpoint of partition %d: %w", fence.Partition, err)
+			return fmt.Errorf("move the checkpoints of partitions %v: %w", parts, err)
 		}
 	}
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return br.Close()
+}
+
+// fenceArrays checks that the fences name one projector and distinct
+// partitions, and returns them as the statements' arrays.
+func fenceArrays(fences []projectors.Fence) (projector string, parts []int32, offsets []int64, err error) {
+	for i, f := range fences {
+		switch {
+		case i == 0:
+			projector = f.Projector
+		case f.Projector != projector:
+			return "", nil, nil, fmt.Errorf("fence batch of projectors %s and %s: a batch belongs to one projector", projector, f.Projector)
+		case slices.Contains(parts, f.Partition):
+			return "", nil, nil, fmt.Errorf("fence batch of projector %s: partition %d is fenced twice", projector, f.Partition)
+		}
+		parts = append(parts, f.Partition)
+		offsets = append(offsets, f.NextOffset)
+	}
+	return projector, parts, offsets, nil
 }
 
 func streamArrays(streams []oplog.StreamKey) (docs, scopes, branches []string) {

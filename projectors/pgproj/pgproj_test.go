@@ -61,7 +61,7 @@ func TestFenceAndHeads(t *testing.T) {
 	s := pgproj.New(pool)
 
 	// No assignment yet: any epoch is stale.
-	err = s.InTx(ctx, &projectors.Fence{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}, func(projectors.Tx) error { return nil })
+	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}}, func(projectors.Tx) error { return nil })
 	var fe *projectors.FencedError
 	require.ErrorAs(t, err, &fe)
 
@@ -73,7 +73,7 @@ func TestFenceAndHeads(t *testing.T) {
 	head := func(i int64) projectors.Head {
 		return projectors.Head{Stream: k, DocumentType: "t", LastIndex: i, Hash: "h", Version: 1, State: json.RawMessage(`{}`)}
 	}
-	err = s.InTx(ctx, &projectors.Fence{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}, func(tx projectors.Tx) error {
+	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}}, func(tx projectors.Tx) error {
 		n, err := tx.PutHeadsIfNewer(ctx, "p", []projectors.Head{head(3)})
 		require.Equal(t, 1, n)
 		return err
@@ -85,7 +85,7 @@ func TestFenceAndHeads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), cp.Epoch)
 	require.Equal(t, int64(5), cp.NextOffset)
-	err = s.InTx(ctx, &projectors.Fence{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 9}, func(tx projectors.Tx) error {
+	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 9}}, func(tx projectors.Tx) error {
 		t.Fatal("a stale batch must not run")
 		return nil
 	})
@@ -117,6 +117,72 @@ func TestFenceAndHeads(t *testing.T) {
 	require.Empty(t, qs)
 }
 
+// One transaction fences and checkpoints several partitions: all move
+// together, one stale epoch refuses the whole batch (naming that
+// partition) with nothing written, and fences must name one projector and
+// distinct partitions.
+func TestFenceSeveralPartitions(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	ctx := t.Context()
+	_, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	s := pgproj.New(pool)
+	for _, p := range []int32{0, 1, 2} {
+		_, err := s.Assign(ctx, "p", p)
+		require.NoError(t, err)
+	}
+	k := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	put := func(tx projectors.Tx) error {
+		_, err := tx.PutHeadsIfNewer(ctx, "p", []projectors.Head{{Stream: k, DocumentType: "t", LastIndex: 0, Hash: "h", Version: 1, State: json.RawMessage(`{}`)}})
+		return err
+	}
+	fences := func(offsets ...int64) []projectors.Fence {
+		var out []projectors.Fence
+		for i, o := range offsets {
+			out = append(out, projectors.Fence{Projector: "p", Partition: int32(2 - i), Epoch: 1, NextOffset: o})
+		}
+		return out
+	}
+	positions := func() map[int32]int64 {
+		cps, err := s.Checkpoints(ctx, "p")
+		require.NoError(t, err)
+		out := map[int32]int64{}
+		for _, cp := range cps {
+			out[cp.Partition] = cp.NextOffset
+		}
+		return out
+	}
+
+	require.NoError(t, s.InTx(ctx, fences(30, 20, 10), put))
+	require.Equal(t, map[int32]int64{0: 10, 1: 20, 2: 30}, positions())
+
+	// Partition 1 moves: a batch over all three is refused whole.
+	_, err = s.Assign(ctx, "p", 1)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `DELETE FROM projector_streams`)
+	require.NoError(t, err)
+	err = s.InTx(ctx, fences(31, 21, 11), put)
+	var fe *projectors.FencedError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, projectors.FencedError{Projector: "p", Partition: 1, Epoch: 1, Current: 2}, *fe)
+	require.Equal(t, map[int32]int64{0: 10, 1: 20, 2: 30}, positions())
+	last, err := s.LastIndexes(ctx, "p", []string{"d"})
+	require.NoError(t, err)
+	require.Empty(t, last, "a refused batch wrote a head")
+
+	// A partition never assigned is stale too.
+	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 7, Epoch: 1}}, put)
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, int64(-1), fe.Current)
+
+	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1}, {Projector: "q", Partition: 1, Epoch: 1}}, put)
+	require.ErrorContains(t, err, "a batch belongs to one projector")
+	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1}, {Projector: "p", Partition: 0, Epoch: 1}}, put)
+	require.ErrorContains(t, err, "partition 0 is fenced twice")
+	require.Equal(t, map[int32]int64{0: 10, 1: 20, 2: 30}, positions())
+}
+
 // TestBatchPlansAvoidSequentialScans: a batch transaction plans with
 // sequential scans off (its statements read by key, and a plan cached on a
 // small table would stay a sequential scan as it grows), and the setting
@@ -137,8 +203,8 @@ func TestBatchPlansAvoidSequentialScans(t *testing.T) {
 	require.NoError(t, err)
 
 	var inside string
-	for _, fence := range []*projectors.Fence{nil, {Projector: "p", Partition: 0, Epoch: 1, NextOffset: 1}} {
-		require.NoError(t, store.InTx(ctx, fence, func(tx projectors.Tx) error {
+	for _, fences := range [][]projectors.Fence{nil, {{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 1}}} {
+		require.NoError(t, store.InTx(ctx, fences, func(tx projectors.Tx) error {
 			q, err := pgproj.Conn(tx)
 			if err != nil {
 				return err
