@@ -223,7 +223,9 @@ func (e *Executor) load(ctx context.Context, docs []*docWork, now time.Time) err
 				defer func() { <-sem }()
 				lctx, cancel := context.WithTimeout(ctx, e.cfg.StoreTimeout)
 				defer cancel()
-				it.st, it.err = e.cache.Load(lctx, it.dw.part, it.key, it.docType)
+				// Shared, not copied: reduce copies a stream before a
+				// job changes it, so the held head is never touched.
+				it.st, it.err = e.cache.LoadShared(lctx, it.dw.part, it.key, it.docType)
 			})
 		}
 		wg.Wait()

@@ -50,9 +50,11 @@ import (
 // StreamCache holds stream head states between batches. *cache.Cache
 // implements it; the executor declares only what it uses.
 type StreamCache interface {
-	// Load returns a private copy of a stream's head, rebuilding it from
-	// the log on a miss; documentType names the type of an empty stream.
-	Load(ctx context.Context, partition int32, stream oplog.StreamKey, documentType string) (*model.StreamState, error)
+	// LoadShared returns a stream's head, rebuilding it from the log on a
+	// miss; documentType names the type of an empty stream. The head may be
+	// the cache's own: the executor copies a stream before a job changes
+	// it, and never changes the head it was given.
+	LoadShared(ctx context.Context, partition int32, stream oplog.StreamKey, documentType string) (*model.StreamState, error)
 	// Put makes st the stream's head after an append committed it; the
 	// cache takes st over.
 	Put(partition int32, st *model.StreamState)

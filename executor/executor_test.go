@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor/model"
@@ -188,4 +189,57 @@ func TestJobSpansScopesAllOrNothing(t *testing.T) {
 		require.Equal(t, spanning.JobID, op.JobID)
 		require.Contains(t, []string{model.OpID(spanning.JobID, 0), model.OpID(spanning.JobID, 1), model.OpID(spanning.JobID, 2)}, op.OpID, "operation %d", n)
 	}
+}
+
+// A job that fails after changing a stream leaves the write cache's head as
+// it was: the executor loads heads without copying them and copies a stream
+// only when a job changes it, so the next job, served from the cache,
+// builds on the last committed state. (Were the head changed, the append's
+// expected revision would catch it as a conflict and reload the stream, so
+// the test counts conflicts too.)
+func TestFailedJobLeavesTheCachedHeadUntouched(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	cfg := b.config()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	b.start(cfg)
+
+	create := createJob("doc-cow", jsondoc.DocumentType)
+	first := mutateJob("doc-cow", jsondoc.DocumentType, action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"a": 1}))
+	b.submit(create, first)
+	b.waitResults(ids([]*record.Job{create, first}), 30*time.Second)
+
+	// Its first action changes the held global head's copy, its second
+	// fails: nothing of it may reach the next job.
+	failing := mutateJob("doc-cow", jsondoc.DocumentType,
+		action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"leaked": true}),
+		action(oplog.ScopeGlobal, jsondoc.ActionJSONPatch, []any{map[string]any{"op": "test", "path": "/missing", "value": 1}}))
+	b.submit(failing)
+	require.Equal(t, oplog.JobFailed, b.waitResults([]string{failing.JobID}, 30*time.Second)[failing.JobID].Status)
+
+	next := mutateJob("doc-cow", jsondoc.DocumentType, action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"b": 2}))
+	b.submit(next)
+	require.Equal(t, oplog.JobWriteReady, b.waitResults([]string{next.JobID}, 30*time.Second)[next.JobID].Status)
+
+	ops := b.readAll(oplog.StreamKey{DocumentID: "doc-cow", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch})
+	require.Len(t, ops, 2)
+	st, err := b.reg.ReplayStream(ops[0].Stream(), jsondoc.DocumentType, ops)
+	require.NoError(t, err, "the stored hashes must be those of a replay")
+	require.Equal(t, map[string]any{"a": float64(1), "b": float64(2)}, st.State)
+	require.Zero(t, conflicts(t, reg), "an append lost a conflict: a cached head was changed")
+}
+
+// conflicts reads the executor's append conflict counter from reg.
+func conflicts(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		if f.GetName() == "doclog_executor_append_conflicts_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no doclog_executor_append_conflicts_total among the executor's metrics")
+	return 0
 }

@@ -6,11 +6,14 @@
 // index 0) and dropping every stream a Kafka partition loaded when the
 // partition is revoked.
 //
-// Ownership: Load hands out a private deep copy of the head, once per batch
-// per stream; the executor applies the batch's actions to it and, once the
-// append has committed, gives it back with Put (no copy: the cache takes the
-// value over). A batch that fails to append simply does not Put; one that
-// lost a conflict calls Invalidate so the next Load reads the log.
+// Ownership: held heads are never changed in place. Load hands out a
+// private deep copy of the head; LoadShared hands out the held head itself,
+// for a caller that copies before it applies anything (the executor copies
+// per job, so that a failed job can be undone, which makes a second copy
+// per batch pure waste). Once the append has committed, the new head comes
+// back with Put (no copy: the cache takes the value over). A batch that
+// fails to append simply does not Put; one that lost a conflict calls
+// Invalidate so the next Load reads the log.
 //
 // The cache trusts its heads: a head made stale by another writer (a member
 // left behind by a rebalance) is caught by the append's expected revision,
@@ -177,15 +180,26 @@ func (c *Cache) Config() Config { return c.cfg }
 // tagged with partition. documentType names the type of a stream that turns
 // out to be empty.
 func (c *Cache) Load(ctx context.Context, partition int32, stream oplog.StreamKey, documentType string) (*model.StreamState, error) {
+	st, err := c.LoadShared(ctx, partition, stream, documentType)
+	if err != nil {
+		return nil, err
+	}
+	// Held heads are never mutated (Put hands over a fresh value), so the
+	// copy can be made outside the lock.
+	return st.Clone(), nil
+}
+
+// LoadShared is Load without the copy: it returns the held head itself,
+// which the caller must not change — it copies before applying anything,
+// and gives the result back with Put.
+func (c *Cache) LoadShared(ctx context.Context, partition int32, stream oplog.StreamKey, documentType string) (*model.StreamState, error) {
 	c.mu.Lock()
 	if el, ok := c.entries[stream]; ok {
 		c.lru.MoveToFront(el)
 		head := el.Value.(*entry).head
 		c.mu.Unlock()
 		c.hits.Add(1)
-		// Held heads are never mutated (Put hands over a fresh value), so
-		// the copy can be made outside the lock.
-		return head.Clone(), nil
+		return head, nil
 	}
 	c.mu.Unlock()
 	c.misses.Add(1)
@@ -193,9 +207,8 @@ func (c *Cache) Load(ctx context.Context, partition int32, stream oplog.StreamKe
 	if err != nil {
 		return nil, err
 	}
-	out := st.Clone()
 	c.insert(partition, st)
-	return out, nil
+	return st, nil
 }
 
 // Put makes st the head of its stream, tagged with partition. The cache takes

@@ -283,6 +283,26 @@ func TestLoadReturnsPrivateCopy(t *testing.T) {
 	require.Equal(t, int64(2), again.Revision)
 }
 
+// LoadShared hands out the held head itself, Load a copy of it.
+func TestLoadSharedHandsOutTheHeldHead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.cache(t, cache.Config{})
+	w := b.writer(t, c, 0, "doc-shared", ledgerType)
+	createLedger(w)
+	ctx := context.Background()
+	held, err := c.LoadShared(ctx, 0, w.key(global), ledgerType)
+	require.NoError(t, err)
+	again, err := c.LoadShared(ctx, 0, w.key(global), ledgerType)
+	require.NoError(t, err)
+	require.Same(t, held, again)
+	private, err := c.Load(ctx, 0, w.key(global), ledgerType)
+	require.NoError(t, err)
+	require.NotSame(t, held, private)
+	require.Equal(t, held.Hash, private.Hash)
+	require.Equal(t, held.State, private.State)
+}
+
 // With a history ring, recent past revisions are served without reading the
 // log.
 func TestHistoryRing(t *testing.T) {
