@@ -80,6 +80,8 @@ type advancer struct {
 	projector Projector
 	log       oplog.Store
 	reg       *model.Registry
+	heads     *headCache // nil: every batch decodes the stored states
+	hits      func(hit bool)
 }
 
 // advance brings every wanted stream from its stored head to its upTo
@@ -94,7 +96,14 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 	if len(keys) == 0 {
 		return out, nil
 	}
-	heads, quarantined, err := tx.Claim(ctx, name, keys)
+	held := a.heads.take(keys)
+	refs := make(map[oplog.StreamKey]HeadRef, len(held))
+	for k, h := range held {
+		refs[k] = h.ref
+	}
+	// What a batch did not replay on is unchanged, so it goes back.
+	defer func() { a.heads.giveBack(held) }()
+	heads, quarantined, err := tx.Claim(ctx, name, keys, refs)
 	if err != nil {
 		return out, err
 	}
@@ -127,7 +136,17 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 		if head.DocumentType == "" {
 			head.DocumentType = ops[0].DocumentType
 		}
-		ch, q, err := a.verify(ctx, head, ops)
+		var cached *model.StreamState
+		if h := held[k]; h != nil && head.State == nil && head.LastIndex >= 0 {
+			// Claim left the state out: the held one is the stored one.
+			// Replaying changes it, so it does not go back.
+			cached = h.state
+			delete(held, k)
+		}
+		if head.LastIndex >= 0 {
+			a.hits(cached != nil)
+		}
+		ch, q, err := a.verify(ctx, tx, head, cached, ops)
 		if err != nil {
 			return out, err
 		}
@@ -156,6 +175,16 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 		return out, err
 	}
 	return out, nil
+}
+
+// committed holds the states of a committed batch's changes for the next
+// batch. It must be called only once the transaction committed: a batch
+// rolled back leaves the stored heads where they were.
+func (a *advancer) committed(out outcome) {
+	for i := range out.changes {
+		ch := &out.changes[i]
+		a.heads.put(ch.Head.Ref(), ch.State, len(ch.Head.State))
+	}
 }
 
 // contiguous returns the batch's operations last+1..upTo in order when the
@@ -190,12 +219,20 @@ func (a *advancer) readLog(ctx context.Context, k oplog.StreamKey, from, upTo in
 	return ops, nil
 }
 
-// verify replays ops on the head. It returns the change for the verified
-// prefix (nil when empty) and a quarantine when an operation failed.
-func (a *advancer) verify(ctx context.Context, head Head, ops []oplog.Operation) (*Change, *Quarantine, error) {
-	st, err := head.StreamState()
-	if err != nil {
-		return nil, &Quarantine{Stream: head.Stream, Index: head.LastIndex + 1, ErrorName: "CorruptHead", Reason: err.Error()}, nil
+// verify replays ops on the head, from its state held in memory when
+// cached is set (it is changed in place) or else from the stored one. It
+// returns the change for the verified prefix (nil when empty) and a
+// quarantine when an operation failed.
+func (a *advancer) verify(ctx context.Context, tx Tx, head Head, cached *model.StreamState, ops []oplog.Operation) (*Change, *Quarantine, error) {
+	st := cached
+	if st == nil {
+		var err error
+		if st, err = a.storedState(ctx, tx, &head); err != nil {
+			if errors.Is(err, errCorruptHead) {
+				return nil, &Quarantine{Stream: head.Stream, Index: head.LastIndex + 1, ErrorName: "CorruptHead", Reason: err.Error()}, nil
+			}
+			return nil, nil, err
+		}
 	}
 	good := len(ops)
 	var failure error
@@ -205,7 +242,7 @@ func (a *advancer) verify(ctx context.Context, head Head, ops []oplog.Operation)
 			if errors.As(err, &sb) {
 				// The skip reaches before the stored head: rebuild the
 				// stream from index 0, which the log always allows.
-				return a.verifyFromStart(ctx, head, ops[len(ops)-1].Index)
+				return a.verifyFromStart(ctx, tx, head, ops[len(ops)-1].Index)
 			}
 			good, failure = i, err
 			break
@@ -218,9 +255,13 @@ func (a *advancer) verify(ctx context.Context, head Head, ops []oplog.Operation)
 			return nil, q, nil
 		}
 		// The failed reducer may have left st half changed: replay the
-		// verified prefix again on a fresh copy of the head.
-		if st, err = head.StreamState(); err != nil {
-			return nil, q, nil
+		// verified prefix again on a fresh copy of the stored head.
+		var err error
+		if st, err = a.storedState(ctx, tx, &head); err != nil {
+			if errors.Is(err, errCorruptHead) {
+				return nil, q, nil
+			}
+			return nil, nil, err
 		}
 		if err := a.reg.Replay(st, ops[:good]); err != nil {
 			return nil, q, nil
@@ -233,13 +274,37 @@ func (a *advancer) verify(ctx context.Context, head Head, ops []oplog.Operation)
 	return ch, q, nil
 }
 
-func (a *advancer) verifyFromStart(ctx context.Context, head Head, upTo int64) (*Change, *Quarantine, error) {
+// errCorruptHead marks a stored state that does not decode.
+var errCorruptHead = errors.New("corrupt stored head")
+
+// storedState decodes the head's stored state, reading it first when Claim
+// left it out (the batch held it in memory, and has changed it since).
+func (a *advancer) storedState(ctx context.Context, tx Tx, head *Head) (*model.StreamState, error) {
+	if head.State == nil && head.LastIndex >= 0 {
+		stored, err := tx.Heads(ctx, a.projector.Name(), []oplog.StreamKey{head.Stream})
+		if err != nil {
+			return nil, err
+		}
+		h, ok := stored[head.Stream]
+		if !ok || h.Ref() != head.Ref() {
+			return nil, fmt.Errorf("read the stored state of %s at index %d: the head moved inside the batch's lock", head.Stream, head.LastIndex)
+		}
+		head.State = h.State
+	}
+	st, err := head.StreamState()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCorruptHead, err)
+	}
+	return st, nil
+}
+
+func (a *advancer) verifyFromStart(ctx context.Context, tx Tx, head Head, upTo int64) (*Change, *Quarantine, error) {
 	all, err := a.readLog(ctx, head.Stream, 0, upTo)
 	if err != nil {
 		return nil, nil, err
 	}
 	empty := Head{Stream: head.Stream, DocumentType: head.DocumentType, LastIndex: -1}
-	ch, q, err := a.verify(ctx, empty, all)
+	ch, q, err := a.verify(ctx, tx, empty, nil, all)
 	if ch != nil {
 		// Only the operations past the stored head are new to the projector.
 		ch.From = head.LastIndex

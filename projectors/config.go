@@ -17,6 +17,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultMaxPollRecords    = 500
+	DefaultHeadCacheBytes    = 8 << 20
 	DefaultReconcileInterval = 30 * time.Second
 	DefaultReconcilePageSize = 500
 	// DefaultOffsetCommitInterval: see Config.OffsetCommitInterval.
@@ -51,9 +52,15 @@ type Config struct {
 	// fetch sizes). Default none.
 	KafkaOptions []kgo.Opt
 
-	// MaxPollRecords bounds the records of one poll; each partition's share
-	// of a poll is one batch transaction. Default 500.
+	// MaxPollRecords bounds the records of one poll, which is one batch
+	// transaction. Default 500.
 	MaxPollRecords int
+	// HeadCacheBytes bounds the verified stream states the runner keeps
+	// between batches, in bytes of canonical JSON (a held state takes
+	// about five times as much Go heap), so a batch need not read back and
+	// decode the state the runner wrote last. Default 8 MiB; negative
+	// disables it.
+	HeadCacheBytes int64
 	// ReconcileInterval is how often the reconciler compares the log's
 	// stream heads with the projection (a first pass runs when Run starts).
 	// It is what heals a lost last record of a document, which no later
@@ -94,6 +101,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = DefaultMaxPollRecords
+	}
+	if c.HeadCacheBytes == 0 {
+		c.HeadCacheBytes = DefaultHeadCacheBytes
 	}
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = DefaultReconcileInterval

@@ -32,6 +32,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	require.Equal(t, "doclog.write-ready", c.Topic)
 	require.Equal(t, "doclog-docview", c.Group)
 	require.Equal(t, projectors.DefaultMaxPollRecords, c.MaxPollRecords)
+	require.Equal(t, int64(projectors.DefaultHeadCacheBytes), c.HeadCacheBytes)
 	require.Equal(t, projectors.DefaultReconcileInterval, c.ReconcileInterval)
 	require.NotNil(t, c.Logger)
 	require.NotNil(t, c.Registerer)

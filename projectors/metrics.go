@@ -19,6 +19,7 @@ type metrics struct {
 	quarantined  prometheus.Gauge
 	errors       *prometheus.CounterVec
 	fenced       prometheus.Counter
+	headCache    *prometheus.CounterVec
 	lag          *prometheus.GaugeVec
 	// jobLatency is how long a job took from its submission (or from its
 	// write-ready commit) until this projector committed its effects: for
@@ -55,6 +56,10 @@ func newMetrics(reg prometheus.Registerer, projector string) *metrics {
 			Namespace: ns, Subsystem: sub, Name: "errors_total", Help: "Errors by kind (batch, decode, fetch, commit, reconcile, assign).",
 		}, []string{"projector", "kind"})),
 		fenced: counter("fenced_batches_total", "Batches refused because the partition moved to another member."),
+		headCache: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "head_cache_total",
+			Help: "Stored stream states a batch replayed on, by where they came from: hit (held in memory since the runner wrote them) or miss (read back and decoded).",
+		}, []string{"projector", "result"})),
 		lag: telemetry.Reuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "lag_records", Help: "Records behind the high watermark per partition, as of the last fetch.",
 		}, []string{"projector", "partition"})),

@@ -56,6 +56,19 @@ type Head struct {
 	LastTimestampUtcMs int64
 }
 
+// HeadRef names a head without its state. Two heads with the same index,
+// hash and model version have the same state: the hash is a digest of it.
+type HeadRef struct {
+	LastIndex int64
+	Hash      string
+	Version   int
+}
+
+// Ref returns the head's reference.
+func (h *Head) Ref() HeadRef {
+	return HeadRef{LastIndex: h.LastIndex, Hash: h.Hash, Version: h.Version}
+}
+
 // StreamState rebuilds the model SDK's state from the head.
 func (h *Head) StreamState() (*model.StreamState, error) {
 	st := model.NewStreamState(h.Stream, h.DocumentType)
@@ -128,8 +141,10 @@ type Tx interface {
 	// Claim serializes every writer of the streams (the consumer of their
 	// partition and the reconciler) until the transaction ends — locks are
 	// taken in a fixed order so writers never deadlock — and returns the
-	// stored heads of the streams that have one and their quarantines.
-	Claim(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]Head, map[oplog.StreamKey]Quarantine, error)
+	// stored heads of the streams that have one and their quarantines. A
+	// stored head equal to the one the caller holds for its stream (held,
+	// possibly nil) comes without its State: the caller has it already.
+	Claim(ctx context.Context, projector string, streams []oplog.StreamKey, held map[oplog.StreamKey]HeadRef) (map[oplog.StreamKey]Head, map[oplog.StreamKey]Quarantine, error)
 	// Heads returns the stored heads of the streams that have one, without
 	// locking them.
 	Heads(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]Head, error)

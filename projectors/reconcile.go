@@ -163,6 +163,7 @@ func (r *Runner) reconcilePage(ctx context.Context, ids []string, rep *Reconcile
 	if err != nil {
 		return fmt.Errorf("reconcile: heal %d streams: %w", len(w), err)
 	}
+	r.adv.committed(out)
 	rep.Healed += out.applied
 	rep.Waiting += out.waiting
 	r.observe(out, "reconciler", 0)

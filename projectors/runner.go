@@ -71,11 +71,19 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{
 		cfg:    cfg,
 		name:   cfg.Projector.Name(),
-		adv:    &advancer{projector: cfg.Projector, log: cfg.Log, reg: cfg.Registry},
 		m:      newMetrics(cfg.Registerer, cfg.Projector.Name()),
 		logger: cfg.Logger.With(zap.String("projector", cfg.Projector.Name())),
 		parts:  map[int32]*partition{},
 	}
+	hit, miss := r.m.headCache.WithLabelValues(r.name, "hit"), r.m.headCache.WithLabelValues(r.name, "miss")
+	r.adv = &advancer{projector: cfg.Projector, log: cfg.Log, reg: cfg.Registry, heads: newHeadCache(cfg.HeadCacheBytes),
+		hits: func(ok bool) {
+			if ok {
+				hit.Inc()
+			} else {
+				miss.Inc()
+			}
+		}}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topic),
@@ -406,6 +414,7 @@ func (r *Runner) handle(ctx context.Context, polled []kgo.FetchTopicPartition) m
 			r.observeLatency(pp.times)
 			offsets[pp.id] = kgo.EpochOffset{Epoch: pp.last.LeaderEpoch, Offset: pp.last.Offset + 1}
 		}
+		r.adv.committed(out)
 		r.observe(out, "batch", records)
 		if r.hooks.afterTx != nil {
 			r.hooks.afterTx(ctx)

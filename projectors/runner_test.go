@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor/model"
@@ -412,4 +413,83 @@ func TestKafkaOffsetsCatchUpWhileIdle(t *testing.T) {
 
 	b.Eventually(func() bool { return b.groupOffsets(t, cfg.Group) == end }, 10*time.Second,
 		"the group's committed offsets did not reach the checkpoints while the projector was idle")
+}
+
+// The verified-head cache never outranks the stored head: a stream another
+// writer moved since this runner last wrote it is read back rather than
+// replayed on from memory (which would quarantine it, the held state being
+// two operations old), and a stream nobody else touched is replayed on from
+// memory.
+func TestHeadCacheYieldsToOtherWriters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	w := b.NewWorkload(11)
+	merge := func(v map[string]any) *record.WriteReady {
+		rec, err := w.Job(w.Docs[0], w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, v))
+		require.NoError(t, err)
+		return rec
+	}
+	_, create := w.Create("hc", jsondoc.DocumentType, "")
+	reg := prometheus.NewRegistry()
+	cfg := b.Config(docview.Projector{}, "docview")
+	cfg.Registerer = reg
+	b.Start(cfg)
+	caughtUp := func() {
+		want, failed := b.Replay()
+		require.Empty(t, failed)
+		b.waitCaughtUp(t, want, false)
+		b.requireViewEqualsReplay(t, want)
+	}
+	b.Publish(create, merge(map[string]any{"a": 1}))
+	caughtUp()
+
+	// Two jobs whose records are lost, and another writer (a member that
+	// held the partition meanwhile, say) moves the stored head over them:
+	// this runner holds the global stream at index 0, the store has it at 2.
+	merge(map[string]any{"b": 1})
+	merge(map[string]any{"b": 2})
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	global := oplog.StreamKey{DocumentID: "hc", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	st := want[global]
+	state, err := model.Canonical(st.State)
+	require.NoError(t, err)
+	require.NoError(t, b.Store.InTx(ctx, nil, func(tx projectors.Tx) error {
+		n, err := tx.PutHeadsIfNewer(ctx, docview.Name, []projectors.Head{{Stream: global, DocumentType: st.DocumentType,
+			LastIndex: st.Revision - 1, Hash: st.Hash, Version: st.Version, State: state}})
+		require.Equal(t, 1, n)
+		return err
+	}))
+
+	b.Publish(merge(map[string]any{"c": 3}))
+	caughtUp()
+	require.Equal(t, map[string]float64{"miss": 1}, headCacheCounts(t, reg), "the moved head was read back")
+	b.Publish(merge(map[string]any{"d": 4}))
+	caughtUp()
+	require.Equal(t, map[string]float64{"miss": 1, "hit": 1}, headCacheCounts(t, reg), "the head this runner wrote was replayed on from memory")
+	qs, err := b.Store.Quarantines(ctx, docview.Name)
+	require.NoError(t, err)
+	require.Empty(t, qs)
+}
+
+// headCacheCounts reads doclog_projector_head_cache_total by result.
+func headCacheCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "doclog_projector_head_cache_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && m.GetCounter().GetValue() > 0 {
+					out[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }

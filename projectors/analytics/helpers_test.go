@@ -79,7 +79,7 @@ type fakeTx struct {
 	heads map[oplog.StreamKey]projectors.Head
 }
 
-func (f *fakeTx) Claim(_ context.Context, _ string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, map[oplog.StreamKey]projectors.Quarantine, error) {
+func (f *fakeTx) Claim(_ context.Context, _ string, streams []oplog.StreamKey, _ map[oplog.StreamKey]projectors.HeadRef) (map[oplog.StreamKey]projectors.Head, map[oplog.StreamKey]projectors.Quarantine, error) {
 	out := map[oplog.StreamKey]projectors.Head{}
 	for _, k := range streams {
 		if h, ok := f.heads[k]; ok {
@@ -89,7 +89,7 @@ func (f *fakeTx) Claim(_ context.Context, _ string, streams []oplog.StreamKey) (
 	return out, nil, nil
 }
 func (f *fakeTx) Heads(ctx context.Context, p string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, error) {
-	heads, _, err := f.Claim(ctx, p, streams)
+	heads, _, err := f.Claim(ctx, p, streams, nil)
 	return heads, err
 }
 func (f *fakeTx) PutHeadsIfNewer(_ context.Context, _ string, heads []projectors.Head) (int, error) {

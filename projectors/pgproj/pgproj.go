@@ -220,18 +220,32 @@ const quarantinesSQL = `SELECT q.document_id, q.scope, q.branch, q.idx, q.error_
 FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
 JOIN quarantined_streams q ON q.projector = $1 AND q.document_id = k.d AND q.scope = k.s AND q.branch = k.b`
 
+// claimHeadsSQL is headsSQL leaving out the state of a head equal to the
+// one the caller holds ($5..$7; an index of -2 holds none).
+const claimHeadsSQL = `SELECT p.document_id, p.scope, p.branch, p.document_type, p.last_index, p.hash, p.model_version,
+  CASE WHEN p.last_index = k.i AND p.hash = k.h AND p.model_version = k.v THEN NULL ELSE p.state::text END, p.last_ts_utc_ms
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::int[]) AS k(d, s, b, i, h, v)
+JOIN projector_streams p ON p.projector = $1 AND p.document_id = k.d AND p.scope = k.s AND p.branch = k.b`
+
 // Claim locks the streams and reads their heads and quarantines in one
 // round trip.
-func (t *tx) Claim(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]projectors.Head, map[oplog.StreamKey]projectors.Quarantine, error) {
+func (t *tx) Claim(ctx context.Context, projector string, streams []oplog.StreamKey, held map[oplog.StreamKey]projectors.HeadRef) (map[oplog.StreamKey]projectors.Head, map[oplog.StreamKey]projectors.Quarantine, error) {
 	heads := make(map[oplog.StreamKey]projectors.Head, len(streams))
 	qs := map[oplog.StreamKey]projectors.Quarantine{}
 	if len(streams) == 0 {
 		return heads, qs, nil
 	}
 	d, s, b := streamArrays(streams)
+	idx, hashes, versions := make([]int64, len(streams)), make([]string, len(streams)), make([]int32, len(streams))
+	for i, k := range streams {
+		idx[i] = -2
+		if ref, ok := held[k]; ok {
+			idx[i], hashes[i], versions[i] = ref.LastIndex, ref.Hash, int32(ref.Version)
+		}
+	}
 	batch := &pgx.Batch{}
 	batch.Queue(lockSQL, projector, d, s, b)
-	batch.Queue(headsSQL, projector, d, s, b)
+	batch.Queue(claimHeadsSQL, projector, d, s, b, idx, hashes, versions)
 	batch.Queue(quarantinesSQL, projector, d, s, b)
 	br := t.conn.SendBatch(ctx, batch)
 	defer br.Close()
@@ -274,11 +288,13 @@ func scanHeads(rows pgx.Rows, into map[oplog.StreamKey]projectors.Head) error {
 	defer rows.Close()
 	for rows.Next() {
 		var h projectors.Head
-		var state string
+		var state *string // NULL: the caller holds it (Claim)
 		if err := rows.Scan(&h.Stream.DocumentID, &h.Stream.Scope, &h.Stream.Branch, &h.DocumentType, &h.LastIndex, &h.Hash, &h.Version, &state, &h.LastTimestampUtcMs); err != nil {
 			return err
 		}
-		h.State = []byte(state)
+		if state != nil {
+			h.State = []byte(*state)
+		}
 		into[h.Stream] = h
 	}
 	return rows.Err()

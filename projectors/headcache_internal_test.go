@@ -1,0 +1,65 @@
+package projectors
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/executor/model"
+	oplog "github.com/doclog/doclog/log"
+)
+
+func TestHeadCache(t *testing.T) {
+	t.Parallel()
+	key := func(id string) oplog.StreamKey {
+		return oplog.StreamKey{DocumentID: id, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	}
+	state := func(id string) *model.StreamState { return model.NewStreamState(key(id), "t") }
+	ref := func(i int64) HeadRef { return HeadRef{LastIndex: i, Hash: "h", Version: 1} }
+
+	// Bounded in bytes: three entries of 1,000 canonical bytes fit in
+	// 3 × (1,000 + overhead), a fourth evicts the least recently used.
+	c := newHeadCache(3 * (1000 + headEntryOverhead))
+	for _, id := range []string{"a", "b", "c"} {
+		c.put(ref(1), state(id), 1000)
+	}
+	n, bytes := c.stats()
+	require.Equal(t, 3, n)
+	require.Equal(t, int64(3*(1000+headEntryOverhead)), bytes)
+	c.put(ref(1), state("d"), 1000)
+	got := c.take([]oplog.StreamKey{key("a"), key("b"), key("d")})
+	require.NotContains(t, got, key("a"), "the oldest entry was evicted")
+	require.Contains(t, got, key("b"))
+	require.Contains(t, got, key("d"))
+
+	// Taken entries are out until given back.
+	require.Empty(t, c.take([]oplog.StreamKey{key("b")}))
+	n, bytes = c.stats()
+	require.Equal(t, 1, n)
+	require.Equal(t, int64(1000+headEntryOverhead), bytes)
+	c.giveBack(got)
+	n, _ = c.stats()
+	require.Equal(t, 3, n)
+
+	// A later head is never replaced by an earlier one given back.
+	held := c.take([]oplog.StreamKey{key("b")})
+	c.put(ref(5), state("b"), 10)
+	c.giveBack(held)
+	require.Equal(t, ref(5), c.take([]oplog.StreamKey{key("b")})[key("b")].ref)
+
+	// Replacing an entry keeps the weight right; one heavier than the
+	// bound is not held at all.
+	c.put(ref(6), state("c"), 500)
+	c.put(ref(7), state("c"), 500)
+	c.put(ref(8), state("d"), 1<<20)
+	n, bytes = c.stats()
+	require.Equal(t, 1, n)
+	require.Equal(t, int64(500+headEntryOverhead), bytes)
+
+	// Disabled: a nil cache holds nothing and does not fail.
+	var off *headCache = newHeadCache(-1)
+	require.Nil(t, off)
+	off.put(ref(1), state("a"), 10)
+	require.Empty(t, off.take([]oplog.StreamKey{key("a")}))
+	off.giveBack(nil)
+}
