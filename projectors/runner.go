@@ -43,6 +43,11 @@ type Runner struct {
 
 	closeOnce sync.Once
 	hooks     hooks
+
+	// Owned by Run's goroutine: checkpoints of polls that had nothing to
+	// write, and when the last batch transaction committed (see handle).
+	deferred map[int32]kgo.EpochOffset
+	lastTx   time.Time
 }
 
 // hooks let tests stop a batch at chosen points (export_test.go).
@@ -74,6 +79,8 @@ func New(cfg Config) (*Runner, error) {
 		m:      newMetrics(cfg.Registerer, cfg.Projector.Name()),
 		logger: cfg.Logger.With(zap.String("projector", cfg.Projector.Name())),
 		parts:  map[int32]*partition{},
+
+		deferred: map[int32]kgo.EpochOffset{},
 	}
 	hit, miss := r.m.headCache.WithLabelValues(r.name, "hit"), r.m.headCache.WithLabelValues(r.name, "miss")
 	r.adv = &advancer{projector: cfg.Projector, log: cfg.Log, reg: cfg.Registry, heads: newHeadCache(cfg.HeadCacheBytes),
@@ -132,8 +139,17 @@ func (r *Runner) Run(ctx context.Context) error {
 	lastCommit := time.Now()
 	for ctx.Err() == nil {
 		pollCtx, cancelPoll := ctx, context.CancelFunc(func() {})
+		var wake time.Time
 		if len(pending) > 0 {
-			pollCtx, cancelPoll = context.WithDeadline(ctx, lastCommit.Add(r.cfg.OffsetCommitInterval))
+			wake = lastCommit.Add(r.cfg.OffsetCommitInterval)
+		}
+		if len(r.deferred) > 0 {
+			if due := r.lastTx.Add(r.cfg.OffsetCommitInterval); wake.IsZero() || due.Before(wake) {
+				wake = due
+			}
+		}
+		if !wake.IsZero() {
+			pollCtx, cancelPoll = context.WithDeadline(ctx, wake)
 		}
 		fetches := r.cl.PollRecords(pollCtx, r.cfg.MaxPollRecords)
 		cancelPoll()
@@ -157,7 +173,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				polled = append(polled, ftp)
 			}
 		})
-		if len(polled) > 0 {
+		if len(polled) > 0 || r.checkpointDue() {
 			maps.Copy(pending, r.handle(ctx, polled))
 		}
 		if len(pending) > 0 && time.Since(lastCommit) >= r.cfg.OffsetCommitInterval {
@@ -165,9 +181,13 @@ func (r *Runner) Run(ctx context.Context) error {
 			pending, lastCommit = map[int32]kgo.EpochOffset{}, time.Now()
 		}
 	}
-	if len(pending) > 0 {
-		// Stopping: commit what is waiting, the run's context being done.
+	if len(pending) > 0 || len(r.deferred) > 0 {
+		// Stopping: write the deferred checkpoints and commit what is
+		// waiting, the run's context being done.
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if len(r.deferred) > 0 {
+			maps.Copy(pending, r.handle(cctx, nil))
+		}
 		r.commit(cctx, pending)
 		ccancel()
 	}
@@ -331,13 +351,20 @@ func (r *Runner) observeLatency(times []jobTimes) {
 	}
 }
 
-// polledPartition is one partition's share of a poll, decoded.
+// polledPartition is one partition's share of a poll, decoded, or a
+// deferred checkpoint (no records).
 type polledPartition struct {
 	id    int32
-	last  *kgo.Record
+	next  kgo.EpochOffset // the checkpoint after this share
 	w     wants
 	times []jobTimes
 	n     int // records
+}
+
+// checkpointDue reports whether deferred checkpoints have waited an
+// OffsetCommitInterval since the last batch transaction.
+func (r *Runner) checkpointDue() bool {
+	return len(r.deferred) > 0 && time.Since(r.lastTx) >= r.cfg.OffsetCommitInterval
 }
 
 // handle applies a poll's partitions as one fenced transaction, retrying it
@@ -345,16 +372,39 @@ type polledPartition struct {
 // to another member) is marked and left out, and the rest is tried again at
 // once. It returns, per partition, the offset to commit to Kafka once the
 // database committed.
+//
+// A poll that brings no stream the projector follows (the indexer's share
+// of a workload of global-scope operations) has nothing to write but its
+// checkpoints; those are deferred while the last transaction is younger
+// than OffsetCommitInterval, and ride with the next transaction (or one of
+// their own once due). A deferred checkpoint lost in a crash or a
+// rebalance only makes the next owner read those records again, which
+// changes nothing.
 func (r *Runner) handle(ctx context.Context, polled []kgo.FetchTopicPartition) map[int32]kgo.EpochOffset {
-	parts := make([]polledPartition, 0, len(polled))
+	parts := make([]polledPartition, 0, len(polled)+len(r.deferred))
+	idle := true
 	for _, ftp := range polled {
 		last := ftp.Records[len(ftp.Records)-1]
 		r.m.lag.WithLabelValues(r.name, strconv.Itoa(int(ftp.Partition))).Set(float64(max(0, ftp.HighWatermark-last.Offset-1)))
 		start := time.Now()
 		w, times := r.decode(ftp.Records)
 		r.m.stage.WithLabelValues(r.name, "decode").Observe(time.Since(start).Seconds())
-		parts = append(parts, polledPartition{id: ftp.Partition, last: last, w: w, times: times, n: len(ftp.Records)})
+		parts = append(parts, polledPartition{id: ftp.Partition, next: kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1},
+			w: w, times: times, n: len(ftp.Records)})
+		idle = idle && len(w) == 0
+		delete(r.deferred, ftp.Partition) // this poll's checkpoint is later
 	}
+	if idle && len(polled) > 0 && time.Since(r.lastTx) < r.cfg.OffsetCommitInterval {
+		for _, pp := range parts {
+			r.deferred[pp.id] = pp.next
+			r.observeLatency(pp.times)
+		}
+		return nil
+	}
+	for id, next := range r.deferred {
+		parts = append(parts, polledPartition{id: id, next: next})
+	}
+	clear(r.deferred)
 	for {
 		var (
 			out  outcome
@@ -370,7 +420,7 @@ func (r *Runner) handle(ctx context.Context, polled []kgo.FetchTopicPartition) m
 					continue // revoked or fenced meanwhile
 				}
 				held = append(held, pp)
-				fences = append(fences, Fence{Projector: r.name, Partition: part.id, Epoch: part.epoch, NextOffset: pp.last.Offset + 1})
+				fences = append(fences, Fence{Projector: r.name, Partition: part.id, Epoch: part.epoch, NextOffset: pp.next.Offset})
 				w.merge(pp.w)
 			}
 			if len(held) == 0 {
@@ -407,14 +457,15 @@ func (r *Runner) handle(ctx context.Context, polled []kgo.FetchTopicPartition) m
 		case len(held) == 0:
 			return nil
 		}
+		r.lastTx = time.Now()
+		r.adv.committed(out)
 		records := 0
 		offsets := make(map[int32]kgo.EpochOffset, len(held))
 		for _, pp := range held {
 			records += pp.n
 			r.observeLatency(pp.times)
-			offsets[pp.id] = kgo.EpochOffset{Epoch: pp.last.LeaderEpoch, Offset: pp.last.Offset + 1}
+			offsets[pp.id] = pp.next
 		}
-		r.adv.committed(out)
 		r.observe(out, "batch", records)
 		if r.hooks.afterTx != nil {
 			r.hooks.afterTx(ctx)

@@ -476,20 +476,86 @@ func TestHeadCacheYieldsToOtherWriters(t *testing.T) {
 // headCacheCounts reads doclog_projector_head_cache_total by result.
 func headCacheCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
-	fams, err := reg.Gather()
-	require.NoError(t, err)
 	out := map[string]float64{}
-	for _, f := range fams {
-		if f.GetName() != "doclog_projector_head_cache_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && m.GetCounter().GetValue() > 0 {
-					out[l.GetValue()] = m.GetCounter().GetValue()
-				}
-			}
+	for _, result := range []string{"hit", "miss"} {
+		if v := metric(t, reg, "doclog_projector_head_cache_total", "result", result); v > 0 {
+			out[result] = v
 		}
 	}
 	return out
+}
+
+// metric reads from reg the value of a counter, or the sample count of a
+// histogram, summed over the series whose label has the value (any series
+// when label is empty).
+func metric(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			match := label == ""
+			for _, l := range m.GetLabel() {
+				match = match || l.GetName() == label && l.GetValue() == value
+			}
+			if !match {
+				continue
+			}
+			if h := m.GetHistogram(); h != nil {
+				sum += float64(h.GetSampleCount())
+			} else {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// A poll that brings nothing the projector follows (global-scope jobs, for
+// the indexer) writes nothing: its checkpoint waits for the next
+// transaction or the commit interval, and is written when the runner
+// stops.
+func TestIdlePollsDeferTheirCheckpoints(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.NewWorkload(13)
+	d, create := w.Create("idle", jsondoc.DocumentType, "")
+	reg := prometheus.NewRegistry()
+	cfg := b.Config(indexer.Projector{}, "indexer")
+	cfg.Registerer = reg
+	cfg.OffsetCommitInterval = time.Hour
+	r, err := projectors.New(cfg)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.Run(context.Background())
+	}()
+	defer func() {
+		r.Close()
+		<-done
+	}()
+	b.Publish(create)
+	b.Eventually(func() bool { return b.checkpointed(t, indexer.Name) == 1 }, 30*time.Second, "the create job was not checkpointed")
+
+	const jobs = 20
+	for i := range jobs {
+		rec, err := w.Job(d, w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"n": i}))
+		require.NoError(t, err)
+		b.Publish(rec)
+	}
+	b.Eventually(func() bool {
+		return metric(t, reg, "doclog_projector_job_latency_seconds", "from", "write") == 1+jobs
+	}, 30*time.Second, "the runner did not consume the global-scope jobs")
+	require.Equal(t, float64(1), metric(t, reg, "doclog_projector_batches_total", "", ""), "a poll with nothing to write ran a transaction")
+	require.Equal(t, int64(1), b.checkpointed(t, indexer.Name), "the idle polls' checkpoints wait")
+
+	r.Close()
+	<-done
+	require.Equal(t, b.endOffsets(t), b.checkpointed(t, indexer.Name), "stopping writes the deferred checkpoints")
+	require.Equal(t, float64(2), metric(t, reg, "doclog_projector_batches_total", "", ""))
 }
