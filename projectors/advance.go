@@ -171,9 +171,7 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 	for i := range out.changes {
 		newHeads[i] = out.changes[i].Head
 	}
-	if _, err := tx.PutHeadsIfNewer(ctx, name, newHeads); err != nil {
-		return out, err
-	}
+	tx.QueueHeadsIfNewer(name, newHeads)
 	return out, nil
 }
 

@@ -151,6 +151,9 @@ type Tx interface {
 	// PutHeadsIfNewer stores heads whose LastIndex is above the stored one
 	// and reports how many rows it wrote.
 	PutHeadsIfNewer(ctx context.Context, projector string, heads []Head) (int, error)
+	// QueueHeadsIfNewer is PutHeadsIfNewer sent with the transaction's
+	// commit, saving a round trip; its failure fails the commit.
+	QueueHeadsIfNewer(projector string, heads []Head)
 	// Quarantine records a quarantine (the first one of a stream is kept).
 	Quarantine(ctx context.Context, projector string, q Quarantine) error
 }

@@ -92,6 +92,10 @@ func (f *fakeTx) Heads(ctx context.Context, p string, streams []oplog.StreamKey)
 	heads, _, err := f.Claim(ctx, p, streams, nil)
 	return heads, err
 }
+func (f *fakeTx) QueueHeadsIfNewer(p string, heads []projectors.Head) {
+	_, _ = f.PutHeadsIfNewer(context.Background(), p, heads)
+}
+
 func (f *fakeTx) PutHeadsIfNewer(_ context.Context, _ string, heads []projectors.Head) (int, error) {
 	for _, h := range heads {
 		f.heads[h.Stream] = h

@@ -57,12 +57,9 @@ func (Projector) WithGeneration(gen string) projectors.Projector { return Projec
 func (Projector) Follows(string) bool { return true }
 
 // Apply implements projectors.Projector: it upserts one snapshot row per
-// changed stream (only over a lower last index) and moves slugs.
+// changed stream (only over a lower last index) and moves slugs, all sent
+// with the batch's commit (pgproj.Queue).
 func (p Projector) Apply(ctx context.Context, t projectors.Tx, changes []projectors.Change) error {
-	tx, err := pgproj.Conn(t)
-	if err != nil {
-		return err
-	}
 	n := len(changes)
 	docs, branches, scopes, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	states, hashes := make([]string, n), make([]string, n)
@@ -88,11 +85,11 @@ func (p Projector) Apply(ctx context.Context, t projectors.Tx, changes []project
 		if info.IsDeleted {
 			deletedAt[i] = &info.DeletedAtUtcMs
 		}
-		if err := moveSlug(ctx, tx, projectors.GenerationName("slug_mappings", p.Generation), c.Stream, info, c.Head.LastIndex); err != nil {
+		if err := moveSlug(t, projectors.GenerationName("slug_mappings", p.Generation), c.Stream, info, c.Head.LastIndex); err != nil {
 			return err
 		}
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO `+projectors.GenerationName("document_snapshots", p.Generation)+` AS s (document_id, branch, scope, document_type, model_version, state, last_index, last_hash,
+	return pgproj.Queue(t, fmt.Sprintf("docview: upsert %d snapshots", n), `INSERT INTO `+projectors.GenerationName("document_snapshots", p.Generation)+` AS s (document_id, branch, scope, document_type, model_version, state, last_index, last_hash,
   last_modified_utc_ms, name, slug, created_at_utc_ms, is_deleted, deleted_at_utc_ms)
 SELECT d, b, sc, ty, v, st::json, i, h, m, nm, sl, cr, del, da
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
@@ -104,30 +101,25 @@ ON CONFLICT (document_id, branch, scope) DO UPDATE SET
   is_deleted = EXCLUDED.is_deleted, deleted_at_utc_ms = EXCLUDED.deleted_at_utc_ms, updated_at = now()
 WHERE s.last_index < EXCLUDED.last_index`,
 		docs, branches, scopes, types, versions, states, idx, hashes, modified, names, slugs, created, deleted, deletedAt)
-	if err != nil {
-		return fmt.Errorf("docview: upsert %d snapshots: %w", n, err)
-	}
-	return nil
 }
 
 // moveSlug keeps slug_mappings in line with a document scope change. A
 // deleted document keeps every slug it holds (never resurrected); a live one
 // releases the slugs it no longer has and claims its slug unless another
-// document holds it (never taken).
-func moveSlug(ctx context.Context, tx pgproj.Querier, table string, k oplog.StreamKey, info model.DocumentInfo, index int64) error {
+// document holds it (never taken). Both writes go with the commit, in the
+// order of the changes, before the snapshots' upsert.
+func moveSlug(t projectors.Tx, table string, k oplog.StreamKey, info model.DocumentInfo, index int64) error {
 	if info.IsDeleted {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE document_id = $1 AND branch = $2 AND slug <> $3`,
+	if err := pgproj.Queue(t, "docview: release slugs of "+k.DocumentID, `DELETE FROM `+table+` WHERE document_id = $1 AND branch = $2 AND slug <> $3`,
 		k.DocumentID, k.Branch, info.Slug); err != nil {
-		return fmt.Errorf("docview: release slugs of %s: %w", k.DocumentID, err)
+		return err
 	}
 	if info.Slug == "" {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (slug, branch, document_id, claimed_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-		info.Slug, k.Branch, k.DocumentID, index); err != nil {
-		return fmt.Errorf("docview: claim slug %q for %s: %w", info.Slug, k.DocumentID, err)
-	}
-	return nil
+	return pgproj.Queue(t, fmt.Sprintf("docview: claim slug %q for %s", info.Slug, k.DocumentID),
+		`INSERT INTO `+table+` (slug, branch, document_id, claimed_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		info.Slug, k.Branch, k.DocumentID, index)
 }

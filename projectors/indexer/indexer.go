@@ -65,36 +65,72 @@ func (p Projector) Apply(ctx context.Context, t projectors.Tx, changes []project
 	if err != nil {
 		return err
 	}
+	// One upsert for every document; the rows it moved (not those already
+	// at or past the change's index) get their relationships set.
+	type doc struct {
+		c    *projectors.Change
+		info model.DocumentInfo
+	}
+	docs := map[[2]string]doc{}
+	var ids, branches, types []string
+	var created, last []int64
+	var deleted []bool
+	var deletedAt []*int64
 	for i := range changes {
 		c := &changes[i]
 		info, ok := model.DocumentInfoOf(c.State)
 		if !ok {
 			continue
 		}
-		var deletedAt *int64
+		docs[[2]string{c.Stream.DocumentID, c.Stream.Branch}] = doc{c: c, info: info}
+		ids, branches, types = append(ids, c.Stream.DocumentID), append(branches, c.Stream.Branch), append(types, c.DocumentType)
+		created, last, deleted = append(created, info.CreatedAtUtcMs), append(last, c.Head.LastIndex), append(deleted, info.IsDeleted)
+		var at *int64
 		if info.IsDeleted {
-			deletedAt = &info.DeletedAtUtcMs
+			at = &info.DeletedAtUtcMs
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO `+projectors.GenerationName("documents", p.Generation)+` AS d (document_id, branch, document_type, created_at_utc_ms, is_deleted, deleted_at_utc_ms, last_index)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+		deletedAt = append(deletedAt, at)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO `+projectors.GenerationName("documents", p.Generation)+` AS d (document_id, branch, document_type, created_at_utc_ms, is_deleted, deleted_at_utc_ms, last_index)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bool[], $6::bigint[], $7::bigint[])
 ON CONFLICT (document_id, branch) DO UPDATE SET document_type = EXCLUDED.document_type, created_at_utc_ms = EXCLUDED.created_at_utc_ms,
   is_deleted = EXCLUDED.is_deleted, deleted_at_utc_ms = EXCLUDED.deleted_at_utc_ms, last_index = EXCLUDED.last_index, updated_at = now()
-WHERE d.last_index < EXCLUDED.last_index`,
-			c.Stream.DocumentID, c.Stream.Branch, c.DocumentType, info.CreatedAtUtcMs, info.IsDeleted, deletedAt, c.Head.LastIndex)
-		if err != nil {
-			return fmt.Errorf("indexer: upsert document %s: %w", c.Stream.DocumentID, err)
+WHERE d.last_index < EXCLUDED.last_index
+RETURNING d.document_id, d.branch`, ids, branches, types, created, deleted, deletedAt, last)
+	if err != nil {
+		return fmt.Errorf("indexer: upsert %d documents: %w", len(ids), err)
+	}
+	moved := map[[2]string]bool{}
+	for rows.Next() {
+		var k [2]string
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return fmt.Errorf("indexer: upsert %d documents: %w", len(ids), err)
 		}
-		if tag.RowsAffected() == 0 {
+		moved[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("indexer: upsert %d documents: %w", len(ids), err)
+	}
+	for i := range ids {
+		k := [2]string{ids[i], branches[i]}
+		if !moved[k] {
 			continue // already at or past this index
 		}
-		if err := setRelationships(ctx, tx, projectors.GenerationName("document_relationships", p.Generation), c, info.Relationships); err != nil {
+		d := docs[k]
+		if err := setRelationships(t, projectors.GenerationName("document_relationships", p.Generation), d.c, d.info.Relationships); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func setRelationships(ctx context.Context, tx pgproj.Querier, table string, c *projectors.Change, rels []model.Relationship) error {
+// setRelationships queues (pgproj.Queue) the writes that make the
+// document's stored links those of its verified state.
+func setRelationships(t projectors.Tx, table string, c *projectors.Change, rels []model.Relationship) error {
 	n := len(rels)
 	types, targets, metas := make([]string, n), make([]string, n), make([]*string, n)
 	since := make([]int64, n)
@@ -110,21 +146,18 @@ func setRelationships(ctx context.Context, tx pgproj.Querier, table string, c *p
 		}
 	}
 	k := c.Stream
-	if _, err := tx.Exec(ctx, `DELETE FROM `+table+` r WHERE r.source_id = $1 AND r.branch = $2
+	if err := pgproj.Queue(t, "indexer: remove relationships of "+k.DocumentID, `DELETE FROM `+table+` r WHERE r.source_id = $1 AND r.branch = $2
 AND NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[]) AS u(ty, t) WHERE u.ty = r.type AND u.t = r.target_id)`,
 		k.DocumentID, k.Branch, types, targets); err != nil {
-		return fmt.Errorf("indexer: remove relationships of %s: %w", k.DocumentID, err)
+		return err
 	}
 	if n == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (source_id, branch, type, target_id, metadata, since_index)
+	return pgproj.Queue(t, "indexer: add relationships of "+k.DocumentID, `INSERT INTO `+table+` (source_id, branch, type, target_id, metadata, since_index)
 SELECT $1, $2, ty, t, m::json, s FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[]) AS u(ty, t, m, s)
 ON CONFLICT (source_id, branch, type, target_id) DO UPDATE SET metadata = EXCLUDED.metadata, since_index = EXCLUDED.since_index
-WHERE EXCLUDED.since_index > $7`, k.DocumentID, k.Branch, types, targets, metas, since, c.From); err != nil {
-		return fmt.Errorf("indexer: add relationships of %s: %w", k.DocumentID, err)
-	}
-	return nil
+WHERE EXCLUDED.since_index > $7`, k.DocumentID, k.Branch, types, targets, metas, since, c.From)
 }
 
 // addedAt is the index of the change's last ADD_RELATIONSHIP of r, or

@@ -3,10 +3,12 @@
 // verified stream heads and quarantines, plus the migrator every projector
 // uses for its own numbered SQL files. Projector stores get the connection
 // of a batch's transaction with Conn, so only Postgres store code imports
-// pgx. A batch transaction costs three round trips plus the projector's own
-// statements, however many partitions it covers: BEGIN with the fence
-// check, the stream locks with the reads of heads and quarantines (Claim),
-// the checkpoints with COMMIT.
+// pgx. A batch transaction costs three round trips, however many partitions
+// it covers: BEGIN with the fence check, the stream locks with the reads of
+// heads and quarantines (Claim), and the writes queued during the batch (the
+// projector's, the new heads) with the checkpoints and COMMIT. A projector
+// store pays a round trip of its own only for a statement whose result it
+// reads.
 package pgproj
 
 import (
@@ -51,7 +53,30 @@ type Querier interface {
 // can share round trips: BEGIN goes with the fence check, the stream locks
 // with the reads of heads and quarantines, the checkpoint with COMMIT.
 type tx struct {
-	conn *pgx.Conn
+	conn   *pgx.Conn
+	queued []queued
+}
+
+// queued is a write sent with the transaction's commit.
+type queued struct {
+	what string // what it does, for its error
+	sql  string
+	args []any
+}
+
+// Queue adds a write to the batch transaction t's last round trip, which
+// carries it with the checkpoints and COMMIT: a projector store's writes
+// whose results it does not read cost no round trip of their own. Queued
+// writes run in the order queued, after everything else the batch did; one
+// that fails rolls the whole batch back, and its error says what it was
+// doing (what, a lowercase phrase).
+func Queue(t projectors.Tx, what, sql string, args ...any) error {
+	x, ok := t.(*tx)
+	if !ok {
+		return fmt.Errorf("projector transaction %T is not a Postgres one", t)
+	}
+	x.queued = append(x.queued, queued{what: what, sql: sql, args: args})
+	return nil
 }
 
 // Conn returns the connection under a projectors.Tx this package made, for
@@ -155,17 +180,26 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 		return err
 	}
 
-	if err := fn(&tx{conn: conn}); err != nil {
+	t := &tx{conn: conn}
+	if err := fn(t); err != nil {
 		return err
 	}
 
 	b = &pgx.Batch{}
+	for _, q := range t.queued {
+		b.Queue(q.sql, q.args...)
+	}
 	if len(fences) > 0 {
 		b.Queue(checkpointSQL, projector, parts, offsets)
 	}
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
+	for _, q := range t.queued {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("%s: %w", q.what, err)
+		}
+	}
 	if len(fences) > 0 {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("move the checkpoints of partitions %v: %w", parts, err)
@@ -341,11 +375,35 @@ func collectQuarantines(rows pgx.Rows) ([]projectors.Quarantine, error) {
 	return out, nil
 }
 
+// putHeadsSQL upserts heads, never lowering a stored last index.
+const putHeadsSQL = `INSERT INTO projector_streams AS p (projector, document_id, scope, branch, document_type, last_index, hash, model_version, state, last_ts_utc_ms)
+SELECT $1, d, s, b, ty, i, h, v, st::json, ts FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::bigint[]) AS u(d, s, b, ty, i, h, v, st, ts)
+ON CONFLICT (projector, document_id, scope, branch) DO UPDATE SET
+  document_type = EXCLUDED.document_type, last_index = EXCLUDED.last_index, hash = EXCLUDED.hash,
+  model_version = EXCLUDED.model_version, state = EXCLUDED.state, last_ts_utc_ms = EXCLUDED.last_ts_utc_ms, updated_at = now()
+WHERE p.last_index < EXCLUDED.last_index`
+
 // PutHeadsIfNewer upserts heads, never lowering a stored last index.
 func (t *tx) PutHeadsIfNewer(ctx context.Context, projector string, heads []projectors.Head) (int, error) {
 	if len(heads) == 0 {
 		return 0, nil
 	}
+	tag, err := t.conn.Exec(ctx, putHeadsSQL, headArgs(projector, heads)...)
+	if err != nil {
+		return 0, fmt.Errorf("store %d stream heads: %w", len(heads), err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// QueueHeadsIfNewer is PutHeadsIfNewer sent with the commit (Queue).
+func (t *tx) QueueHeadsIfNewer(projector string, heads []projectors.Head) {
+	if len(heads) > 0 {
+		t.queued = append(t.queued, queued{what: fmt.Sprintf("store %d stream heads", len(heads)), sql: putHeadsSQL, args: headArgs(projector, heads)})
+	}
+}
+
+// headArgs are putHeadsSQL's arguments.
+func headArgs(projector string, heads []projectors.Head) []any {
 	n := len(heads)
 	d, s, b := make([]string, n), make([]string, n), make([]string, n)
 	types, hashes, states := make([]string, n), make([]string, n), make([]string, n)
@@ -356,16 +414,7 @@ func (t *tx) PutHeadsIfNewer(ctx context.Context, projector string, heads []proj
 		types[i], hashes[i], states[i] = h.DocumentType, h.Hash, string(h.State)
 		idx[i], ts[i], versions[i] = h.LastIndex, h.LastTimestampUtcMs, int32(h.Version)
 	}
-	tag, err := t.conn.Exec(ctx, `INSERT INTO projector_streams AS p (projector, document_id, scope, branch, document_type, last_index, hash, model_version, state, last_ts_utc_ms)
-SELECT $1, d, s, b, ty, i, h, v, st::json, ts FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::bigint[]) AS u(d, s, b, ty, i, h, v, st, ts)
-ON CONFLICT (projector, document_id, scope, branch) DO UPDATE SET
-  document_type = EXCLUDED.document_type, last_index = EXCLUDED.last_index, hash = EXCLUDED.hash,
-  model_version = EXCLUDED.model_version, state = EXCLUDED.state, last_ts_utc_ms = EXCLUDED.last_ts_utc_ms, updated_at = now()
-WHERE p.last_index < EXCLUDED.last_index`, projector, d, s, b, types, idx, hashes, versions, states, ts)
-	if err != nil {
-		return 0, fmt.Errorf("store %d stream heads: %w", n, err)
-	}
-	return int(tag.RowsAffected()), nil
+	return []any{projector, d, s, b, types, idx, hashes, versions, states, ts}
 }
 
 // Quarantine records a quarantine; a stream's first one is kept.

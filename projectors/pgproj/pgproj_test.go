@@ -183,6 +183,72 @@ func TestFenceSeveralPartitions(t *testing.T) {
 	require.Equal(t, map[int32]int64{0: 10, 1: 20, 2: 30}, positions())
 }
 
+// Writes queued in a batch go with its commit, in order, after what the
+// batch ran itself; one that fails rolls the whole batch back, checkpoint
+// included, and says what it was doing.
+func TestQueuedWritesGoWithTheCommit(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	ctx := t.Context()
+	_, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `CREATE TABLE queued (n int PRIMARY KEY, v text NOT NULL)`)
+	require.NoError(t, err)
+	s := pgproj.New(pool)
+	cp, err := s.Assign(ctx, "p", 0)
+	require.NoError(t, err)
+	k := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	rows := func() []string {
+		var out []string
+		r, err := pool.Query(ctx, `SELECT n || '=' || v FROM queued ORDER BY n`)
+		require.NoError(t, err)
+		for r.Next() {
+			var x string
+			require.NoError(t, r.Scan(&x))
+			out = append(out, x)
+		}
+		require.NoError(t, r.Err())
+		return out
+	}
+
+	fence := []projectors.Fence{{Projector: "p", Partition: 0, Epoch: cp.Epoch, NextOffset: 7}}
+	require.NoError(t, s.InTx(ctx, fence, func(tx projectors.Tx) error {
+		require.NoError(t, pgproj.Queue(tx, "insert 1", `INSERT INTO queued VALUES (1, 'queued')`))
+		require.NoError(t, pgproj.Queue(tx, "update 1", `UPDATE queued SET v = v || ' then updated' WHERE n = $1`, 1))
+		tx.QueueHeadsIfNewer("p", []projectors.Head{{Stream: k, DocumentType: "t", LastIndex: 4, Hash: "h", Version: 1, State: json.RawMessage(`{}`)}})
+		q, err := pgproj.Conn(tx)
+		require.NoError(t, err)
+		// Nothing queued has run yet.
+		var n int
+		require.NoError(t, q.QueryRow(ctx, `SELECT count(*) FROM queued`).Scan(&n))
+		require.Zero(t, n)
+		_, err = q.Exec(ctx, `INSERT INTO queued VALUES (2, 'at once')`)
+		return err
+	}))
+	require.Equal(t, []string{"1=queued then updated", "2=at once"}, rows())
+	last, err := s.LastIndexes(ctx, "p", []string{"d"})
+	require.NoError(t, err)
+	require.Equal(t, map[oplog.StreamKey]int64{k: 4}, last)
+
+	fence[0].NextOffset = 9
+	err = s.InTx(ctx, fence, func(tx projectors.Tx) error {
+		q, err := pgproj.Conn(tx)
+		require.NoError(t, err)
+		_, err = q.Exec(ctx, `INSERT INTO queued VALUES (3, 'at once')`)
+		require.NoError(t, err)
+		tx.QueueHeadsIfNewer("p", []projectors.Head{{Stream: k, DocumentType: "t", LastIndex: 5, Hash: "h", Version: 1, State: json.RawMessage(`{}`)}})
+		return pgproj.Queue(tx, "insert the first row again", `INSERT INTO queued VALUES (1, 'duplicate')`)
+	})
+	require.ErrorContains(t, err, "insert the first row again: ")
+	require.Equal(t, []string{"1=queued then updated", "2=at once"}, rows(), "a failed queued write rolls the batch back")
+	last, err = s.LastIndexes(ctx, "p", []string{"d"})
+	require.NoError(t, err)
+	require.Equal(t, map[oplog.StreamKey]int64{k: 4}, last)
+	cps, err := s.Checkpoints(ctx, "p")
+	require.NoError(t, err)
+	require.Equal(t, int64(7), cps[0].NextOffset, "the checkpoint did not move")
+}
+
 // TestBatchPlansAvoidSequentialScans: a batch transaction plans with
 // sequential scans off (its statements read by key, and a plan cached on a
 // small table would stay a sequential scan as it grows), and the setting
