@@ -506,6 +506,13 @@ func (e *Executor) retryLater(ctx context.Context, jobs []*pending, err error, n
 	}
 	info := errorInfo(err)
 	for _, p := range jobs {
+		if p.fail != nil {
+			// Its verdict is in: this was the write of its FAILED result,
+			// which is retried without counting against the job (its
+			// history ends with the attempts that led to the verdict).
+			p.notBefore = now.Add(e.backoff(p.attempts))
+			continue
+		}
 		p.attempts++
 		p.history = append(p.history, info)
 		if len(p.history) > maxHistory {

@@ -86,6 +86,11 @@ type Executor struct {
 	outageErr      error
 	outageAttempts int
 	outageRetryAt  time.Time
+	// The broker as the consumer sees it (watchBroker): unreachable since,
+	// why, and when a ping last checked.
+	brokerDownSince time.Time
+	brokerErr       error
+	brokerPingedAt  time.Time
 	// start and unavailable make the clock job timeouts are measured on:
 	// time during which a dependency was unavailable does not count.
 	start       time.Time
@@ -332,12 +337,15 @@ func (e *Executor) loop(work context.Context) error {
 		if fetches.IsClientClosed() {
 			return nil
 		}
+		var fetchErr error
 		fetches.EachError(func(topic string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				e.log.Warn("fetch error", zap.String("topic", topic), zap.Int32("partition", p), zap.Error(err))
+				fetchErr = err
 			}
 		})
 		e.mu.Lock()
+		e.watchBroker(work, fetchErr, time.Now())
 		err := e.iterate(work, fetches.Records())
 		e.mu.Unlock()
 		e.cl.AllowRebalance()
@@ -357,6 +365,11 @@ func (e *Executor) nextWake(now time.Time) time.Time {
 	var wake time.Time
 	if e.uncommitted() {
 		wake = e.lastCommit.Add(e.cfg.OffsetCommitInterval)
+	}
+	if !e.brokerDownSince.IsZero() {
+		if t := e.brokerPingedAt.Add(brokerPingInterval); wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
 	}
 	for _, ps := range e.parts {
 		ps.walk(func(p *pending) bool {
@@ -406,7 +419,56 @@ func (e *Executor) enterOutage(now time.Time, err error) {
 	e.outageErr = err
 	e.outageAttempts++
 	e.outageRetryAt = now.Add(e.backoff(e.outageAttempts))
-	e.setReady(&UnavailableError{Since: e.outageSince, Err: err})
+	e.refreshReady()
+}
+
+// refreshReady sets what Ready reports from the two ways a dependency is
+// seen to be down: a batch that could not finish (outage), and polls that
+// could not reach the broker while there was nothing to produce.
+func (e *Executor) refreshReady() {
+	switch {
+	case !e.outageSince.IsZero():
+		e.setReady(&UnavailableError{Since: e.outageSince, Err: e.outageErr})
+	case !e.brokerDownSince.IsZero():
+		e.setReady(&UnavailableError{Since: e.brokerDownSince, Err: fmt.Errorf("fetch jobs: %w", e.brokerErr)})
+	default:
+		e.setReady(nil)
+	}
+}
+
+// brokerPingInterval is how often an unready member asks whether the
+// broker answers again.
+const brokerPingInterval = time.Second
+
+// watchBroker keeps Ready true to the broker when the member has nothing
+// to produce, which is when a batch's produce cannot notice an outage: a
+// poll that fails to fetch (no broker or group coordinator answers) makes
+// it unready, and a ping, at most every brokerPingInterval, makes it ready
+// again once a broker answers. The client reconnects by itself; this only
+// reports.
+func (e *Executor) watchBroker(ctx context.Context, fetchErr error, now time.Time) {
+	if fetchErr != nil {
+		if e.brokerDownSince.IsZero() {
+			e.brokerDownSince, e.brokerPingedAt = now, now
+			e.log.Warn("broker unreachable: reporting not ready until it answers", zap.Error(fetchErr))
+		}
+		e.brokerErr = fetchErr
+		e.refreshReady()
+		return
+	}
+	if e.brokerDownSince.IsZero() || now.Sub(e.brokerPingedAt) < brokerPingInterval {
+		return
+	}
+	e.brokerPingedAt = now
+	pctx, cancel := context.WithTimeout(ctx, brokerPingInterval)
+	err := e.cl.Ping(pctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	e.log.Info("broker reachable again", zap.Duration("after", now.Sub(e.brokerDownSince)))
+	e.brokerDownSince, e.brokerErr = time.Time{}, nil
+	e.refreshReady()
 }
 
 func (e *Executor) leaveOutage(now time.Time) {
@@ -419,7 +481,7 @@ func (e *Executor) leaveOutage(now time.Time) {
 	e.outageSince, e.outageErr, e.outageAttempts = time.Time{}, nil, 0
 	e.cl.ResumeFetchTopics(e.cfg.Topics.Jobs)
 	e.m.outage.Set(0)
-	e.setReady(nil)
+	e.refreshReady()
 }
 
 // drop forgets revoked or lost partitions: their pending records (the next

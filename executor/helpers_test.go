@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -45,8 +46,13 @@ func setup(t *testing.T, partitions int32, models ...model.Model) *bundle {
 
 func setupWithURL(t *testing.T, url string, partitions int32, models ...model.Model) *bundle {
 	t.Helper()
+	return setupOn(t, url, testenv.Kafka(t), partitions, models...)
+}
+
+// setupOn is setup on the Postgres at url and the brokers of kenv.
+func setupOn(t *testing.T, url string, kenv *testenv.KafkaEnv, partitions int32, models ...model.Model) *bundle {
+	t.Helper()
 	pool := migratedPool(t, url)
-	kenv := testenv.Kafka(t)
 	kenv.Topics.JobsPartitions = partitions
 	kenv.Topics.WriteReadyPartitions = partitions
 	kenv.CreateTopics()
@@ -312,3 +318,28 @@ func ids(jobs []*record.Job) []string {
 }
 
 func docName(i int) string { return fmt.Sprintf("doc-%03d", i) }
+
+// requireAllApplied waits for every job to end WRITE_READY and checks each
+// of the docs documents' streams against the jobs submitted to it.
+func (b *bundle) requireAllApplied(all []*record.Job, perDocJobs map[string][]string, docs int, within time.Duration) {
+	b.t.Helper()
+	results := b.waitResults(ids(all), within)
+	for _, j := range all {
+		require.Equal(b.t, oplog.JobWriteReady, results[j.JobID].Status, "job %s: %+v", j.JobID, results[j.JobID].ErrorHistory)
+	}
+	for i := range docs {
+		b.checkDocument(docName(i), jsondoc.DocumentType, perDocJobs[docName(i)])
+	}
+}
+
+// requireNoDeadLetters checks that the dead-letter topic is empty.
+func (b *bundle) requireNoDeadLetters() {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := b.kenv.Admin().ListEndOffsets(ctx, b.kenv.Names.DeadLetters)
+	require.NoError(b.t, err)
+	ends.Each(func(o kadm.ListedOffset) {
+		require.Zero(b.t, o.Offset, "nothing was dead-lettered")
+	})
+}

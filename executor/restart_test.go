@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -14,14 +13,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/model/jsondoc"
-	oplog "github.com/doclog/doclog/log"
 )
 
 // Postgres restarts in the middle of a run: the member pauses and reports
@@ -53,23 +49,11 @@ func TestPostgresRestart(t *testing.T) {
 	})
 	px.setBackend(cluster.start())
 
-	results := b.waitResults(ids(all), 60*time.Second)
-	for _, j := range all {
-		require.Equal(t, oplog.JobWriteReady, results[j.JobID].Status, "job %s: %+v", j.JobID, results[j.JobID].ErrorHistory)
-	}
-	for i := range docs {
-		b.checkDocument(docName(i), jsondoc.DocumentType, perDocJobs[docName(i)])
-	}
+	b.requireAllApplied(all, perDocJobs, docs, 60*time.Second)
 	waitFor(t, 30*time.Second, "the member is ready again", func() bool { return m.e.Ready() == nil })
 	require.Zero(t, logs.FilterMessage("job retries after a transient error").Len(), "the outage was never counted against a job")
 	require.Positive(t, logs.FilterMessage("dependency available again: fetching resumed").Len())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ends, err := b.kenv.Admin().ListEndOffsets(ctx, b.kenv.Names.DeadLetters)
-	require.NoError(t, err)
-	ends.Each(func(o kadm.ListedOffset) {
-		require.Zero(t, o.Offset, "nothing was dead-lettered")
-	})
+	b.requireNoDeadLetters()
 }
 
 // waitFor polls cond until it holds or within passes.
@@ -95,16 +79,7 @@ type pgCluster struct {
 
 func startCluster(t *testing.T) *pgCluster {
 	t.Helper()
-	root, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		require.NotEqual(t, parent, root, "no go.mod above the test's directory")
-		root = parent
-	}
+	root := repoRoot(t)
 	dir := t.TempDir()
 	// The cluster runs as the postgres user when the test runs as root: it
 	// must be able to reach its directory.
@@ -114,6 +89,21 @@ func startCluster(t *testing.T) *pgCluster {
 	c.addr = c.start()
 	t.Cleanup(c.stop)
 	return c
+}
+
+// repoRoot is the repository's root, where the scripts are.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return root
+		}
+		parent := filepath.Dir(root)
+		require.NotEqual(t, parent, root, "no go.mod above the test's directory")
+		root = parent
+	}
 }
 
 // start starts the cluster and returns its host:port.

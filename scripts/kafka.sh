@@ -8,6 +8,8 @@
 #   scripts/kafka.sh start DIR   format a node in DIR, start it in the
 #                                background and wait until it serves metadata;
 #                                prints TEST_KAFKA_SEEDS=host:port on stdout
+#   scripts/kafka.sh restart DIR stop the node started in DIR if it runs and
+#                                start it again on its storage and ports
 #   scripts/kafka.sh stop DIR    stop the node started in DIR
 #
 # Needs Java 17+, Maven and Go, nothing else. Everything but the final
@@ -197,6 +199,14 @@ EOF
 	java -XX:TieredStopAtLevel=1 -Xmx256m -Dlog4j2.configurationFile="$DIR/log4j2.properties" -cp "$LIBS/*" \
 		kafka.tools.StorageTool format --standalone -t "$cluster" -c "$DIR/server.properties" >>"$DIR/kafka.log" 2>&1 ||
 		{ tail -n 30 "$DIR/kafka.log" >&2; die "formatting the storage failed"; }
+	launch "$DIR"
+}
+
+# launch starts the broker formatted in DIR and waits until it serves
+# metadata.
+launch() {
+	local DIR=$1 seeds
+	seeds=$(sed -n 's|^advertised.listeners=PLAINTEXT://||p' "$DIR/server.properties")
 	# stdin and stdout detached: a caller capturing our stdout must not wait
 	# for the broker to exit.
 	nohup java -Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
@@ -205,7 +215,6 @@ EOF
 		-cp "$LIBS/*" kafka.Kafka "$DIR/server.properties" \
 		</dev/null >>"$DIR/kafka.log" 2>&1 &
 	echo $! >"$DIR/kafka.pid"
-	local seeds=127.0.0.1:$bport
 	if ! "$PROBE" -seeds "$seeds" -timeout 60s -pid "$(cat "$DIR/kafka.pid")" >&2; then
 		tail -n 40 "$DIR/kafka.log" "$DIR/server.log" >&2 || true
 		cmd_stop "$DIR"
@@ -239,12 +248,22 @@ start)
 	[ $# -eq 2 ] || die "usage: scripts/kafka.sh start DIR"
 	cmd_start "$2"
 	;;
+restart)
+	# The node started in DIR, stopped if it runs, started again on its
+	# storage and its ports (tests of a broker restart).
+	[ $# -eq 2 ] || die "usage: scripts/kafka.sh restart DIR"
+	[ -f "$2/server.properties" ] || die "no node in $2: start one first"
+	check_java
+	[ -x "$PROBE" ] || build_probe
+	cmd_stop "$2"
+	launch "$(cd "$2" && pwd)"
+	;;
 stop)
 	[ $# -eq 2 ] || die "usage: scripts/kafka.sh stop DIR"
 	cmd_stop "$2"
 	;;
 *)
-	echo "usage: scripts/kafka.sh install | start DIR | stop DIR" >&2
+	echo "usage: scripts/kafka.sh install | start DIR | restart DIR | stop DIR" >&2
 	exit 2
 	;;
 esac

@@ -55,7 +55,13 @@ type KafkaEnv struct {
 // CreateTopics.
 func Kafka(t testing.TB) *KafkaEnv {
 	t.Helper()
-	seeds := KafkaSeeds(t)
+	return KafkaAt(t, KafkaSeeds(t))
+}
+
+// KafkaAt is Kafka on other brokers: a test's own, say, which it may stop
+// and start.
+func KafkaAt(t testing.TB, seeds []string) *KafkaEnv {
+	t.Helper()
 	prefix := UniqueName(t, "t_") + "."
 	env := &KafkaEnv{
 		Config: kafka.Config{Seeds: seeds, ClientID: "doclog-test"},
