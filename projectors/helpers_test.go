@@ -71,15 +71,18 @@ func (b *bundle) waitCaughtUp(t *testing.T, want map[oplog.StreamKey]*model.Stre
 func (b *bundle) requireViewEqualsReplay(t *testing.T, want map[oplog.StreamKey]*model.StreamState) {
 	t.Helper()
 	ctx := context.Background()
-	byDoc := map[string]map[string]*model.StreamState{}
+	type docBranch struct{ id, branch string }
+	byDoc := map[docBranch]map[string]*model.StreamState{}
 	for k, st := range want {
-		if byDoc[k.DocumentID] == nil {
-			byDoc[k.DocumentID] = map[string]*model.StreamState{}
+		db := docBranch{k.DocumentID, k.Branch}
+		if byDoc[db] == nil {
+			byDoc[db] = map[string]*model.StreamState{}
 		}
-		byDoc[k.DocumentID][k.Scope] = st
+		byDoc[db][k.Scope] = st
 	}
-	for id, scopes := range byDoc {
-		d, err := b.view.Get(ctx, id, oplog.DefaultBranch)
+	for db, scopes := range byDoc {
+		id := db.id
+		d, err := b.view.Get(ctx, id, db.branch)
 		require.NoError(t, err)
 		require.Len(t, d.Scopes, len(scopes), "scopes of %s", id)
 		for scope, st := range scopes {

@@ -559,3 +559,26 @@ func TestIdlePollsDeferTheirCheckpoints(t *testing.T) {
 	require.Equal(t, b.endOffsets(t), b.checkpointed(t, indexer.Name), "stopping writes the deferred checkpoints")
 	require.Equal(t, float64(2), metric(t, reg, "doclog_projector_batches_total", "", ""))
 }
+
+// Branches are streams of their own: the same documents worked on main and
+// on a second branch project side by side, each equal to its replay in the
+// document view and the index, neither touching the other.
+func TestBranchesProjectApart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.NewWorkload(17)
+	recs := w.RandomOn("br", "", 8, 60)
+	recs = append(recs, w.RandomOn("br", "feature", 8, 60)...)
+	b.startBoth(t, "")
+	b.Publish(recs...)
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+	branches := map[string]int{}
+	for k := range want {
+		branches[k.Branch]++
+	}
+	require.Len(t, branches, 2, "the workload wrote both branches: %v", branches)
+	b.waitCaughtUp(t, want, true)
+	b.requireViewEqualsReplay(t, want)
+	b.requireIndexEqualsReplay(t, want)
+}

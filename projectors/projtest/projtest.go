@@ -141,8 +141,10 @@ func (e *Env) Eventually(cond func() bool, timeout time.Duration, msg string) {
 
 // Doc is a document of the workload and its state as the log has it.
 type Doc struct {
-	ID      string
-	Type    string
+	ID   string
+	Type string
+	// Branch is the branch its streams are on ("" is main).
+	Branch  string
 	States  map[string]*model.StreamState
 	Deleted bool
 	nodes   int
@@ -174,7 +176,13 @@ func (w *Workload) Action(scope, typ string, input any) oplog.Action {
 // Create adds a document with a CREATE_DOCUMENT job.
 func (w *Workload) Create(id, docType, slug string) (*Doc, *record.WriteReady) {
 	w.env.T.Helper()
-	d := &Doc{ID: id, Type: docType, States: map[string]*model.StreamState{}}
+	return w.CreateOn(id, "", docType, slug)
+}
+
+// CreateOn is Create on a branch ("" is main).
+func (w *Workload) CreateOn(id, branch, docType, slug string) (*Doc, *record.WriteReady) {
+	w.env.T.Helper()
+	d := &Doc{ID: id, Type: docType, Branch: branch, States: map[string]*model.StreamState{}}
 	rec, err := w.Job(d, w.Action(oplog.ScopeDocument, model.ActionCreateDocument,
 		model.CreateDocumentInput{DocumentType: docType, Name: "doc " + id, Slug: slug}))
 	require.NoError(w.env.T, err)
@@ -185,9 +193,16 @@ func (w *Workload) Create(id, docType, slug string) (*Doc, *record.WriteReady) {
 func (d *Doc) stream(scope string) *model.StreamState {
 	st, ok := d.States[scope]
 	if !ok {
-		st = model.NewStreamState(oplog.StreamKey{DocumentID: d.ID, Scope: scope, Branch: oplog.DefaultBranch}, d.Type)
+		st = model.NewStreamState(oplog.StreamKey{DocumentID: d.ID, Scope: scope, Branch: d.branch()}, d.Type)
 	}
 	return st
+}
+
+func (d *Doc) branch() string {
+	if d.Branch == "" {
+		return oplog.DefaultBranch
+	}
+	return d.Branch
 }
 
 // Job applies the actions to the document as an executor would (all or
@@ -231,7 +246,7 @@ func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...op
 		}
 		ops = append(ops, oplog.Operation{
 			OpID: model.OpID(jobID, n), JobID: jobID, DocumentID: d.ID, DocumentType: d.Type, Scope: a.Scope,
-			Branch: oplog.DefaultBranch, Index: res.Index, Hash: res.Hash, TimestampUtcMs: a.TimestampUtcMs,
+			Branch: d.branch(), Index: res.Index, Hash: res.Hash, TimestampUtcMs: a.TimestampUtcMs,
 			Version: res.Version, Action: *a,
 		})
 	}
@@ -239,7 +254,7 @@ func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...op
 		tamper(ops)
 	}
 	req := oplog.AppendRequest{DocumentID: d.ID, DocumentType: d.Type, Jobs: []oplog.JobOutcome{{JobID: jobID, Status: oplog.JobWriteReady}}}
-	wr := &record.WriteReady{JobID: jobID, DocumentID: d.ID, DocumentType: d.Type, Branch: oplog.DefaultBranch, WrittenAtUtcMs: w.clock}
+	wr := &record.WriteReady{JobID: jobID, DocumentID: d.ID, DocumentType: d.Type, Branch: d.branch(), WrittenAtUtcMs: w.clock}
 	// The record lists the operations in stream order.
 	for _, scope := range scopes {
 		var sops []oplog.Operation
@@ -256,7 +271,7 @@ func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...op
 		}
 		wr.Streams = append(wr.Streams, sw)
 		wr.ConsistencyToken.Coordinates = append(wr.ConsistencyToken.Coordinates,
-			oplog.Coordinate{DocumentID: d.ID, Scope: scope, Branch: oplog.DefaultBranch, Index: sw.ToIndex})
+			oplog.Coordinate{DocumentID: d.ID, Scope: scope, Branch: d.branch(), Index: sw.ToIndex})
 		wr.Operations = append(wr.Operations, sops...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -279,6 +294,13 @@ func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...op
 // job's record in commit order, fewer jobs when every document got deleted.
 func (w *Workload) Random(prefix string, n, jobs int) []*record.WriteReady {
 	w.env.T.Helper()
+	return w.RandomOn(prefix, "", n, jobs)
+}
+
+// RandomOn is Random on a branch ("" is main): the same document ids on
+// two branches are two sets of streams.
+func (w *Workload) RandomOn(prefix, branch string, n, jobs int) []*record.WriteReady {
+	w.env.T.Helper()
 	var out []*record.WriteReady
 	for i := range n {
 		typ := jsondoc.DocumentType
@@ -286,7 +308,7 @@ func (w *Workload) Random(prefix string, n, jobs int) []*record.WriteReady {
 			typ = drive.DocumentType
 		}
 		id := fmt.Sprintf("%s-%04d", prefix, i)
-		_, rec := w.Create(id, typ, fmt.Sprintf("%s-slug-%d", prefix, i))
+		_, rec := w.CreateOn(id, branch, typ, fmt.Sprintf("%s-slug-%d", prefix, i))
 		out = append(out, rec)
 	}
 	docs := w.Docs[len(w.Docs)-n:]
@@ -360,23 +382,21 @@ func (e *Env) Replay() (map[oplog.StreamKey]*model.StreamState, map[oplog.Stream
 	for {
 		page, err := e.Log.ListDocuments(ctx, cursor, 500)
 		require.NoError(t, err)
-		for _, id := range page.DocumentIDs {
-			revs, err := e.Log.Revisions(ctx, id, oplog.DefaultBranch)
-			require.NoError(t, err)
-			for scope, rev := range revs.Revision {
-				if rev == 0 {
-					continue
-				}
-				k := oplog.StreamKey{DocumentID: id, Scope: scope, Branch: oplog.DefaultBranch}
-				ops, err := e.Log.ReadStream(ctx, k, 0, 0)
-				require.NoError(t, err)
-				st, err := e.Registry.ReplayStream(k, ops[0].DocumentType, ops)
-				if err != nil {
-					failed[k] = err
-					continue
-				}
-				out[k] = st
+		// Every scope on every branch of the page's documents.
+		heads, err := e.Log.Heads(ctx, page.DocumentIDs)
+		require.NoError(t, err)
+		for k, rev := range heads {
+			if rev == 0 {
+				continue
 			}
+			ops, err := e.Log.ReadStream(ctx, k, 0, 0)
+			require.NoError(t, err)
+			st, err := e.Registry.ReplayStream(k, ops[0].DocumentType, ops)
+			if err != nil {
+				failed[k] = err
+				continue
+			}
+			out[k] = st
 		}
 		if page.Next == "" || len(page.DocumentIDs) == 0 {
 			return out, failed
