@@ -36,11 +36,14 @@ type Store struct {
 
 // DefaultCopyThreshold is the number of operations in a batch from which
 // Append writes them with COPY rather than the one-round-trip insert
-// (copy.go). On a local socket the copy path is as fast at one operation
-// and faster from four (BenchmarkAppendPath); its two extra round trips
-// would dominate a small batch over a slow network, so small batches keep
-// the single round trip.
-const DefaultCopyThreshold = 16
+// (copy.go). On an idle machine and a local socket the copy path is as fast
+// at one operation and faster from four (BenchmarkAppendPath), but its two
+// extra round trips are each a wait for the scheduler on a busy one (and
+// for the network on a remote database): in the pipeline at moderate load,
+// batches of about 50 operations reached READ_READY faster on the single
+// round trip (docs/log.md). From a few hundred operations COPY's cheaper
+// rows win whatever the round trips cost.
+const DefaultCopyThreshold = 256
 
 // Option configures a Store.
 type Option func(*Store)
