@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
 )
@@ -37,10 +39,22 @@ func (w wants) add(stream oplog.StreamKey, documentType string, upTo int64, ops 
 	}
 }
 
-// merge adds another batch's streams (a poll's other partition).
+// merge adds another partition's streams. A document's records share one
+// partition, so streams rarely meet: a stream new to w is shared, not
+// copied (a batch only reads its wants), and one already there is combined
+// into a copy, leaving both sides as they were for a retry.
 func (w wants) merge(o wants) {
 	for k, x := range o {
-		w.add(k, x.documentType, x.upTo, x.ops)
+		y, ok := w[k]
+		if !ok {
+			w[k] = x
+			continue
+		}
+		c := &want{stream: k, documentType: y.documentType, upTo: max(y.upTo, x.upTo), ops: slices.Concat(y.ops, x.ops)}
+		if c.documentType == "" {
+			c.documentType = x.documentType
+		}
+		w[k] = c
 	}
 }
 
@@ -81,7 +95,9 @@ type advancer struct {
 	log       oplog.Store
 	reg       *model.Registry
 	heads     *headCache // nil: every batch decodes the stored states
-	hits      func(hit bool)
+	// hit and miss count the stored states a batch replayed on, held in
+	// memory or read back.
+	hit, miss prometheus.Counter
 }
 
 // advance brings every wanted stream from its stored head to its upTo
@@ -143,8 +159,11 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 			cached = h.state
 			delete(held, k)
 		}
-		if head.LastIndex >= 0 {
-			a.hits(cached != nil)
+		switch {
+		case cached != nil:
+			a.hit.Inc()
+		case head.LastIndex >= 0:
+			a.miss.Inc()
 		}
 		ch, q, err := a.verify(ctx, tx, head, cached, ops)
 		if err != nil {

@@ -68,34 +68,44 @@ func (c *headCache) take(keys []oplog.StreamKey) map[oplog.StreamKey]*heldHead {
 	return out
 }
 
-// put holds st as the state of its stream at head, unless a later head of
-// the stream is held already (the reconciler and a batch may race to put
-// the same stream back).
+// put holds st as the state of its stream at head.
 func (c *headCache) put(ref HeadRef, st *model.StreamState, canonicalBytes int) {
 	if c == nil || st == nil {
 		return
 	}
-	h := &heldHead{ref: ref, state: st, weight: int64(canonicalBytes) + headEntryOverhead}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.lru.Peek(st.Stream); ok && old.ref.LastIndex > ref.LastIndex {
-		return
-	}
-	c.lru.Remove(st.Stream) // Add would replace it without the eviction callback
-	if h.weight > c.maxBytes {
-		return
-	}
-	c.lru.Add(st.Stream, h)
-	c.bytes += h.weight
-	for c.bytes > c.maxBytes {
-		c.lru.RemoveOldest()
-	}
+	c.insertLocked(&heldHead{ref: ref, state: st, weight: int64(canonicalBytes) + headEntryOverhead})
 }
 
 // giveBack returns unused entries taken for a batch: they are unchanged.
 func (c *headCache) giveBack(held map[oplog.StreamKey]*heldHead) {
+	if c == nil || len(held) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, h := range held {
-		c.put(h.ref, h.state, int(h.weight-headEntryOverhead))
+		c.insertLocked(h)
+	}
+}
+
+// insertLocked holds h unless a later head of its stream is held already
+// (the reconciler and a batch may race to put the same stream back), then
+// evicts down to the bound.
+func (c *headCache) insertLocked(h *heldHead) {
+	k := h.state.Stream
+	if old, ok := c.lru.Peek(k); ok && old.ref.LastIndex > h.ref.LastIndex {
+		return
+	}
+	c.lru.Remove(k) // Add would replace it without the eviction callback
+	if h.weight > c.maxBytes {
+		return
+	}
+	c.lru.Add(k, h)
+	c.bytes += h.weight
+	for c.bytes > c.maxBytes {
+		c.lru.RemoveOldest()
 	}
 }
 

@@ -11,10 +11,7 @@ import (
 
 func TestHeadCache(t *testing.T) {
 	t.Parallel()
-	key := func(id string) oplog.StreamKey {
-		return oplog.StreamKey{DocumentID: id, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
-	}
-	state := func(id string) *model.StreamState { return model.NewStreamState(key(id), "t") }
+	state := func(id string) *model.StreamState { return model.NewStreamState(globalKey(id), "t") }
 	ref := func(i int64) HeadRef { return HeadRef{LastIndex: i, Hash: "h", Version: 1} }
 
 	// Bounded in bytes: three entries of 1,000 canonical bytes fit in
@@ -27,13 +24,13 @@ func TestHeadCache(t *testing.T) {
 	require.Equal(t, 3, n)
 	require.Equal(t, int64(3*(1000+headEntryOverhead)), bytes)
 	c.put(ref(1), state("d"), 1000)
-	got := c.take([]oplog.StreamKey{key("a"), key("b"), key("d")})
-	require.NotContains(t, got, key("a"), "the oldest entry was evicted")
-	require.Contains(t, got, key("b"))
-	require.Contains(t, got, key("d"))
+	got := c.take([]oplog.StreamKey{globalKey("a"), globalKey("b"), globalKey("d")})
+	require.NotContains(t, got, globalKey("a"), "the oldest entry was evicted")
+	require.Contains(t, got, globalKey("b"))
+	require.Contains(t, got, globalKey("d"))
 
 	// Taken entries are out until given back.
-	require.Empty(t, c.take([]oplog.StreamKey{key("b")}))
+	require.Empty(t, c.take([]oplog.StreamKey{globalKey("b")}))
 	n, bytes = c.stats()
 	require.Equal(t, 1, n)
 	require.Equal(t, int64(1000+headEntryOverhead), bytes)
@@ -42,10 +39,10 @@ func TestHeadCache(t *testing.T) {
 	require.Equal(t, 3, n)
 
 	// A later head is never replaced by an earlier one given back.
-	held := c.take([]oplog.StreamKey{key("b")})
+	held := c.take([]oplog.StreamKey{globalKey("b")})
 	c.put(ref(5), state("b"), 10)
 	c.giveBack(held)
-	require.Equal(t, ref(5), c.take([]oplog.StreamKey{key("b")})[key("b")].ref)
+	require.Equal(t, ref(5), c.take([]oplog.StreamKey{globalKey("b")})[globalKey("b")].ref)
 
 	// Replacing an entry keeps the weight right; one heavier than the
 	// bound is not held at all.
@@ -60,6 +57,6 @@ func TestHeadCache(t *testing.T) {
 	var off *headCache = newHeadCache(-1)
 	require.Nil(t, off)
 	off.put(ref(1), state("a"), 10)
-	require.Empty(t, off.take([]oplog.StreamKey{key("a")}))
+	require.Empty(t, off.take([]oplog.StreamKey{globalKey("a")}))
 	off.giveBack(nil)
 }

@@ -82,15 +82,8 @@ func New(cfg Config) (*Runner, error) {
 
 		deferred: map[int32]kgo.EpochOffset{},
 	}
-	hit, miss := r.m.headCache.WithLabelValues(r.name, "hit"), r.m.headCache.WithLabelValues(r.name, "miss")
 	r.adv = &advancer{projector: cfg.Projector, log: cfg.Log, reg: cfg.Registry, heads: newHeadCache(cfg.HeadCacheBytes),
-		hits: func(ok bool) {
-			if ok {
-				hit.Inc()
-			} else {
-				miss.Inc()
-			}
-		}}
+		hit: r.m.headCache.WithLabelValues(r.name, "hit"), miss: r.m.headCache.WithLabelValues(r.name, "miss")}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topic),
