@@ -121,10 +121,15 @@ free_port() {
 # cluster_id prints a random cluster id as `StorageTool random-uuid` would (a
 # UUID in unpadded base64url) without starting a JVM for it.
 cluster_id() {
-	local hex
-	hex=$(tr -d '-' </proc/sys/kernel/random/uuid)
-	# shellcheck disable=SC2059
-	printf "$(sed 's/../\\x&/g' <<<"$hex")" | base64 | tr '+/' '-_' | tr -d '='
+	local id
+	# An id that starts with "-" would read as an option to StorageTool (Kafka's
+	# own random-uuid skips those too); the bytes come straight from urandom,
+	# since a NUL or a "%" among them would upset printf.
+	while :; do
+		id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+		[ "${id:0:1}" != - ] && [ ${#id} -eq 22 ] && break
+	done
+	echo "$id"
 }
 
 cmd_start() {
