@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -106,18 +107,19 @@ WHERE statement ~ '\m(jobs|operations)\M'`)
 				if s.params > 0 {
 					call += "(" + strings.TrimSuffix(strings.Repeat("NULL,", s.params), ",") + ")"
 				}
-				plan, err := tx.Query(ctx, "EXPLAIN EXECUTE "+call)
-				require.NoError(t, err)
-				var lines []string
-				for plan.Next() {
-					var line string
-					require.NoError(t, plan.Scan(&line))
-					lines = append(lines, line)
-				}
-				require.NoError(t, plan.Err())
-				text := strings.Join(lines, "\n")
+				text := explain(ctx, t, tx, "EXECUTE "+call)
 				require.NotRegexp(t, `Seq Scan on (jobs|operations)\b`, text, "%s\n%s", s.text, text)
 			}
 		})
 	}
+}
+
+// explain returns the plan of query as tx would run it now.
+func explain(ctx context.Context, t *testing.T, tx pgx.Tx, query string, args ...any) string {
+	t.Helper()
+	plan, err := tx.Query(ctx, "EXPLAIN "+query, args...)
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(plan, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(lines, "\n")
 }

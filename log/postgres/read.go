@@ -12,7 +12,11 @@ import (
 	oplog "github.com/doclog/doclog/log"
 )
 
-const opColumns = `ordinal, txid::text, document_id, scope, branch, idx, skip, op_id, job_id, document_type,
+// opColumns names the transaction id's text form txid_text: an output column
+// named txid would be what a bare ORDER BY txid sorts by (an output column
+// wins over an input column of the same name), in text order, where 1000
+// comes before 999.
+const opColumns = `ordinal, txid::text AS txid_text, document_id, scope, branch, idx, skip, op_id, job_id, document_type,
 model_version, hash, ts_utc_ms, action, written_at`
 
 func scanOperations(rows pgx.Rows, limitHint int) ([]oplog.Operation, error) {
@@ -86,6 +90,20 @@ func (c cursor) String() oplog.Cursor {
 	return oplog.Cursor(strconv.FormatUint(c.txid, 10) + "." + strconv.FormatInt(c.ordinal, 10))
 }
 
+// tailFrom is the tail's page after a cursor ($1, $2), $3 rows at most. The
+// bound and the rows come from one statement, so from one snapshot: every
+// transaction below its xmin has ended, and each one's rows are either all
+// visible to that snapshot or never will be (docs/log.md, "Why the tail
+// skips nothing"). The order is the table's xid8 column, qualified: the
+// cursor is the page's last row, so a page in any other order (text order
+// puts 1000 before 999) hands out a cursor past rows it did not return.
+const tailFrom = ` FROM operations AS o
+WHERE (o.txid, o.ordinal) > ($1::text::xid8, $2::int8)
+  AND o.txid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY o.txid, o.ordinal LIMIT $3`
+
+const tailSQL = `SELECT ` + opColumns + tailFrom
+
 // Tail implements log.Store. Rows are returned in (txid, ordinal) order and
 // only when their transaction is below the oldest transaction still running:
 // every row that can still commit sorts after the cursor handed out.
@@ -98,10 +116,7 @@ func (s *Store) Tail(ctx context.Context, after oplog.Cursor, limit int) (_ oplo
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+opColumns+` FROM operations
-WHERE (txid, ordinal) > ($1::text::xid8, $2::int8)
-  AND txid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY txid, ordinal LIMIT $3`, strconv.FormatUint(c.txid, 10), c.ordinal, limit)
+	rows, err := s.pool.Query(ctx, tailSQL, strconv.FormatUint(c.txid, 10), c.ordinal, limit)
 	if err != nil {
 		return oplog.TailPage{}, fmt.Errorf("reading the log tail after %q: %w", after, err)
 	}
