@@ -8,14 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/admin"
@@ -23,6 +26,7 @@ import (
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/ingest"
+	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/lagmetrics"
@@ -59,6 +63,9 @@ type App struct {
 	pool  *pgxpool.Pool
 	store *postgres.Store
 
+	kafka     *kgo.Client // topics and the kafka readiness check; nil when no role uses Kafka
+	analytics *clickHouse // nil without the analytics projector
+
 	components []component
 	groups     []string // the consumer groups this process belongs to, for lag metrics
 	closers    []func()
@@ -66,8 +73,12 @@ type App struct {
 	mu         sync.Mutex
 }
 
-// New builds every component of s.Roles; nothing runs until Run.
-func New(ctx context.Context, s *Settings, logger *zap.Logger) (*App, error) {
+// New prepares the process for s.Roles: the Postgres pool, the metrics and
+// what the settings name. It reaches no server: the dependencies are waited
+// for in Run, which then builds and starts the components, so only what no
+// wait can cure (a malformed URL, an unreadable certificate) fails here. ctx
+// is not used.
+func New(_ context.Context, s *Settings, logger *zap.Logger) (*App, error) {
 	reg, err := builtin.NewRegistry()
 	if err != nil {
 		return nil, err
@@ -77,45 +88,73 @@ func New(ctx context.Context, s *Settings, logger *zap.Logger) (*App, error) {
 		return nil, err
 	}
 	a := &App{s: s, logger: logger, registry: reg, metrics: telemetry.NewRegistry(), health: health, addrs: map[string]string{}}
-	if err := a.build(ctx); err != nil {
+	if err := a.build(); err != nil {
 		a.close()
 		return nil, err
 	}
 	return a, nil
 }
 
-func (a *App) build(ctx context.Context) error {
+func (a *App) build() error {
 	cfg, err := pgxpool.ParseConfig(a.s.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("parsing the database URL: %w", err)
 	}
 	cfg.MaxConns = a.s.DatabaseMaxConns
-	if a.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-		return fmt.Errorf("connecting to Postgres: %w", err)
+	// The pool connects on first use, so creating it needs no server.
+	if a.pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+		return fmt.Errorf("creating the Postgres pool: %w", err)
 	}
 	a.closers = append(a.closers, a.pool.Close)
-	if err := a.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("connecting to Postgres: %w", err)
-	}
 	// The tail cannot pass the oldest open transaction anywhere in the
 	// cluster, so its age is what to alert on.
 	if err := telemetry.Register(a.metrics, pgxstats.NewPoolCollector(a.pool, "doclog"), pgxstats.NewOldestTransactionCollector(a.pool, 0)); err != nil {
 		return err
 	}
 	a.store = postgres.New(a.pool)
-	a.health.AddCheck("postgres", a.store.Ping)
-	if a.s.Migrate == "auto" {
-		n, err := admin.MigrateAll(ctx, a.store)
+	if a.usesKafka() {
+		// One client for the topics and the kafka readiness check, without
+		// a logger: the wait logs the outage at its own pace, where the
+		// client would log every dial.
+		if a.kafka, err = kafka.NewClient(a.s.Kafka, nil); err != nil {
+			return err
+		}
+		a.closers = append(a.closers, a.kafka.Close)
+	}
+	if a.s.runs(RoleProjectors) && slices.Contains(a.s.Projectors, "analytics") {
+		cfg, err := analytics.ParseURL(a.s.ClickHouseURL)
 		if err != nil {
 			return err
 		}
-		a.logger.Info("schema migrated", zap.Int("applied", n))
+		cfg.Registerer = a.metrics
+		if err := cfg.WithDefaults().Validate(); err != nil {
+			return err
+		}
+		a.analytics = &clickHouse{cfg: cfg, logger: a.logger.Named("analytics")}
+		// Closed after the runner stops: closers run after components.
+		a.closers = append(a.closers, a.analytics.close)
 	}
-	if a.s.CreateTopics && (a.s.runs(RoleIngest) || a.s.runs(RoleExecutor)) {
-		if err := a.ensureTopics(ctx); err != nil {
+	if a.s.runs(RoleExecutor) {
+		a.groups = append(a.groups, a.s.Topics.Prefix+executor.DefaultGroup)
+	}
+	if a.s.runs(RoleProjectors) {
+		for _, name := range a.s.Projectors {
+			a.groups = append(a.groups, a.s.Topics.Prefix+projectors.DefaultGroupPrefix+name)
+		}
+	}
+	if len(a.groups) > 0 {
+		if err := telemetry.Register(a.metrics, lagmetrics.New(a.s.Kafka, a.groups, 0, a.logger)); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// buildComponents builds the components of the roles. Run calls it once the
+// dependencies answer: a consumer's Kafka client joins its group as soon as
+// it exists, and a member that joined while it waits for Postgres would hold
+// partitions it cannot work on.
+func (a *App) buildComponents() error {
 	if a.s.runs(RoleIngest) {
 		if err := a.buildIngest(); err != nil {
 			return err
@@ -127,7 +166,7 @@ func (a *App) build(ctx context.Context) error {
 		}
 	}
 	if a.s.runs(RoleProjectors) {
-		if err := a.buildProjectors(ctx); err != nil {
+		if err := a.buildProjectors(); err != nil {
 			return err
 		}
 	}
@@ -136,23 +175,77 @@ func (a *App) build(ctx context.Context) error {
 			return err
 		}
 	}
-	if len(a.groups) > 0 {
-		if err := telemetry.Register(a.metrics, lagmetrics.New(a.s.Kafka, a.groups, 0, a.logger)); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
-func (a *App) ensureTopics(ctx context.Context) error {
-	cl, err := kafka.NewClient(a.s.Kafka, a.logger)
+// usesKafka reports whether a role of the process talks to the brokers; the
+// readstore alone does not.
+func (a *App) usesKafka() bool {
+	return a.s.runs(RoleIngest) || a.s.runs(RoleExecutor) || a.s.runs(RoleProjectors)
+}
+
+// dependencies are what the process waits for in Run before it starts its
+// components, each with the readiness check that replaces its wait.
+func (a *App) dependencies() []dependency {
+	deps := []dependency{{
+		Dependency: depwait.Dependency{Name: "postgres", Probe: a.store.Ping, Setup: a.migrate},
+		check:      a.store.Ping,
+	}}
+	if a.usesKafka() {
+		deps = append(deps, dependency{
+			Dependency: depwait.Dependency{Name: "kafka", Probe: a.kafka.Ping, Setup: a.ensureTopics},
+			check:      a.kafka.Ping,
+		})
+	}
+	if a.analytics != nil {
+		deps = append(deps, dependency{
+			Dependency: depwait.Dependency{Name: "clickhouse", Setup: a.analytics.connect},
+			check:      a.analytics.ping,
+		})
+	}
+	return deps
+}
+
+type dependency struct {
+	depwait.Dependency
+	check telemetry.CheckFunc
+}
+
+// migrate applies every migration when --migrate=auto. A failure while the
+// server answers is the migration's own and ends the start; one while it
+// does not is the outage again, and the wait goes on.
+func (a *App) migrate(ctx context.Context) error {
+	if a.s.Migrate != "auto" {
+		return nil
+	}
+	n, err := admin.MigrateAll(ctx, a.store)
 	if err != nil {
+		err = fmt.Errorf("migrating the schema: %w", err)
+		if a.store.Ping(ctx) == nil {
+			return depwait.Permanent(err)
+		}
 		return err
 	}
-	defer cl.Close()
-	states, err := kafka.EnsureTopics(ctx, cl, a.s.Topics)
+	a.logger.Info("schema migrated", zap.Int("applied", n))
+	return nil
+}
+
+// ensureTopics creates the missing topics with --topics-create. A partition
+// count that differs from the configured one is permanent: the count is
+// fixed for a topic's life. Other failures are retried, since a broker that
+// just started may not yet know all its peers.
+func (a *App) ensureTopics(ctx context.Context) error {
+	if !a.s.CreateTopics {
+		return nil
+	}
+	states, err := kafka.EnsureTopics(ctx, a.kafka, a.s.Topics)
 	if err != nil {
-		return fmt.Errorf("ensuring topics: %w", err)
+		err = fmt.Errorf("ensuring topics: %w", err)
+		var mismatch *kafka.PartitionMismatchError
+		if errors.As(err, &mismatch) {
+			return depwait.Permanent(err)
+		}
+		return err
 	}
 	for _, st := range states {
 		if st.Created {
@@ -170,7 +263,6 @@ func (a *App) buildIngest() error {
 		return err
 	}
 	a.closers = append(a.closers, cl.Close)
-	a.health.AddCheck("kafka", func(ctx context.Context) error { return cl.Ping(ctx) })
 	srv, err := ingest.NewServer(ingest.Config{
 		Addr:          a.s.IngestAddr,
 		JobsTopic:     a.names().Jobs,
@@ -193,7 +285,6 @@ func (a *App) buildIngest() error {
 
 func (a *App) buildExecutor() error {
 	group := a.s.Topics.Prefix + executor.DefaultGroup
-	a.groups = append(a.groups, group)
 	ex, err := executor.New(executor.Config{
 		Store:      a.store,
 		Registry:   a.registry,
@@ -243,17 +334,16 @@ func (a *App) janitor() component {
 	}
 }
 
-func (a *App) buildProjectors(ctx context.Context) error {
+func (a *App) buildProjectors() error {
 	pstore := pgproj.New(a.pool)
 	for _, name := range a.s.Projectors {
-		group := a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name
 		rc := projectors.Config{
 			Store:      pstore,
 			Log:        a.store,
 			Registry:   a.registry,
 			Kafka:      a.s.Kafka,
 			Topic:      a.names().WriteReady,
-			Group:      group,
+			Group:      a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name,
 			Logger:     a.logger.Named("projector." + name),
 			Registerer: a.metrics, // the runner labels its series by projector
 		}
@@ -263,31 +353,26 @@ func (a *App) buildProjectors(ctx context.Context) error {
 		case "indexer":
 			rc.Projector = indexer.Projector{}
 		case "analytics":
-			cfg, err := analytics.ParseURL(a.s.ClickHouseURL)
-			if err != nil {
-				return err
-			}
-			cfg.Registerer = a.metrics
-			ap, err := analytics.New(ctx, cfg, a.logger.Named("analytics"))
-			if err != nil {
-				return err
-			}
-			// Closed after the runner stops: closers run after components.
-			a.closers = append(a.closers, func() { _ = ap.Close() })
-			rc = ap.RunnerConfig(rc)
+			rc = a.analytics.p.RunnerConfig(rc)
 		}
-		r, err := projectors.New(rc)
-		if err != nil {
-			return fmt.Errorf("building projector %s: %w", name, err)
+		if err := a.addProjector(name, rc); err != nil {
+			return err
 		}
-		a.groups = append(a.groups, group)
-		a.health.AddCheck("projector."+name, func(context.Context) error { return r.Ready() })
-		a.add(component{
-			name: "projector." + name,
-			run:  r.Run,
-			stop: func(context.Context) error { r.Close(); return nil },
-		})
 	}
+	return nil
+}
+
+func (a *App) addProjector(name string, rc projectors.Config) error {
+	r, err := projectors.New(rc)
+	if err != nil {
+		return fmt.Errorf("building projector %s: %w", name, err)
+	}
+	a.health.AddCheck("projector."+name, func(context.Context) error { return r.Ready() })
+	a.add(component{
+		name: "projector." + name,
+		run:  r.Run,
+		stop: func(context.Context) error { r.Close(); return nil },
+	})
 	return nil
 }
 
@@ -336,20 +421,78 @@ func (a *App) listening(name string, addr net.Addr) {
 	a.addrs[name] = addr.String()
 }
 
-// Run serves the operator endpoints and runs every component until ctx ends
-// or one fails, then stops them all in reverse order.
+// Run serves the operator endpoints at once, waits for Postgres, Kafka and
+// ClickHouse (those the roles use) while /readyz names what it waits for,
+// migrates and creates topics as configured, then runs every component until
+// ctx ends or one fails, and stops them all in reverse order. ready is called
+// once the components run and the APIs are bound. A stop during the wait
+// returns nil, like any other stop.
 func (a *App) Run(ctx context.Context, ready func()) error {
 	ln, err := net.Listen("tcp", a.s.OpsAddr)
 	if err != nil {
+		_ = a.stop(context.WithoutCancel(ctx))
+		a.close()
 		return fmt.Errorf("listening on %s for /healthz, /readyz and /metrics: %w", a.s.OpsAddr, err)
 	}
 	a.listening("ops", ln.Addr())
+	a.logger.Info("operator endpoints listening", zap.String("addr", ln.Addr().String()))
 	ops := &http.Server{Handler: telemetry.NewMux(a.health, a.metrics), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = ops.Serve(ln) }()
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
+	if err := a.start(ctx, &wg, cancel); err != nil {
+		cancel(err)
+	} else if ready != nil {
+		wg.Go(func() {
+			// Listeners bind early in run; give them a moment, then report.
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) && !a.apisBound() && ctx.Err() == nil {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if ctx.Err() == nil {
+				ready()
+			}
+		})
+	}
+	<-ctx.Done()
+	a.health.Drain()
+	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer stopCancel()
+	err = a.stop(stopCtx)
+	wg.Wait()
+	_ = ops.Shutdown(stopCtx)
+	a.close()
+	errs := []error{err}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		errs = append([]error{cause}, errs...)
+	}
+	return errors.Join(errs...)
+}
+
+// stop stops every component in reverse order, those that never ran too:
+// that releases their clients.
+func (a *App) stop(ctx context.Context) error {
+	var errs []error
+	for _, c := range slices.Backward(a.components) {
+		if err := c.stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", c.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// start waits for the dependencies, builds what needed them and starts every
+// component; a component that fails cancels ctx with its error.
+func (a *App) start(ctx context.Context, wg *sync.WaitGroup, cancel context.CancelCauseFunc) error {
+	startup := a.health.AddGate("startup")
+	if err := a.await(ctx, startup); err != nil {
+		return err
+	}
+	if err := a.buildComponents(); err != nil {
+		return err
+	}
 	for _, c := range a.components {
 		wg.Go(func() {
 			if err := c.run(ctx); err != nil && ctx.Err() == nil {
@@ -357,33 +500,64 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 			}
 		})
 	}
-	if ready != nil {
-		go func() {
-			// Listeners bind early in run; give them a moment, then report.
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) && !a.apisBound() {
-				time.Sleep(20 * time.Millisecond)
-			}
-			ready()
-		}()
+	startup.Pass()
+	return nil
+}
+
+// await waits for every dependency at once, so /readyz names all that are
+// down rather than the first. Each one's wait is reported by a readiness
+// check of its name, replaced by the dependency's own check once it
+// answers; the startup gate lists those still waited for. The first
+// permanent failure ends every wait.
+func (a *App) await(ctx context.Context, startup *telemetry.Gate) error {
+	deps := a.dependencies()
+	var mu sync.Mutex
+	waiting := map[string]bool{}
+	report := func() {
+		names := slices.Sorted(maps.Keys(waiting))
+		startup.Fail(fmt.Errorf("starting: waiting for %s", strings.Join(names, ", ")))
 	}
-	<-ctx.Done()
-	a.health.Drain()
-	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer stopCancel()
-	var errs []error
-	for _, c := range slices.Backward(a.components) {
-		if err := c.stop(stopCtx); err != nil {
-			errs = append(errs, fmt.Errorf("stopping %s: %w", c.name, err))
-		}
+	for i := range deps {
+		waiting[deps[i].Name] = true
+		gate := a.health.AddGate(deps[i].Name)
+		gate.Fail(fmt.Errorf("waiting for %s", deps[i].Name))
+		deps[i].Waiting = gate.Fail
+	}
+	report()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, d := range deps {
+		wg.Go(func() {
+			if err := depwait.Wait(ctx, a.s.Wait, d.Dependency, a.logger.Named("startup")); err != nil {
+				cancel(err)
+				return
+			}
+			a.health.AddCheck(d.Name, safeCheck(d.check))
+			mu.Lock()
+			delete(waiting, d.Name)
+			report()
+			mu.Unlock()
+		})
 	}
 	wg.Wait()
-	_ = ops.Shutdown(stopCtx)
-	a.close()
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		errs = append([]error{cause}, errs...)
+	if err := context.Cause(ctx); err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// safeCheck reports a dependency's failure by depwait.Reason alone: /readyz
+// answers anyone who reaches the ops port, and driver errors name the
+// server's address and the database user.
+func safeCheck(check telemetry.CheckFunc) telemetry.CheckFunc {
+	return func(ctx context.Context) error {
+		if err := check(ctx); err != nil {
+			return errors.New(depwait.Reason(err))
+		}
+		return nil
+	}
 }
 
 func (a *App) apisBound() bool {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/telemetry"
 )
@@ -48,6 +49,12 @@ type Settings struct {
 	ClickHouseURL string
 
 	JobResultsRetention time.Duration
+
+	// Wait is how Run waits for Postgres, Kafka and ClickHouse at start.
+	// It has no flags; its zero value takes depwait's defaults (250ms
+	// doubling to 5s between attempts, 5s per probe, a log entry per
+	// dependency at most every 30s).
+	Wait depwait.Config
 }
 
 // BindFlags declares every setting as a flag of fs, with its default.
@@ -139,6 +146,9 @@ func (s *Settings) Validate() error {
 	}
 	if slices.Contains(s.Projectors, "analytics") && s.ClickHouseURL == "" {
 		errs = append(errs, errors.New("the analytics projector needs --clickhouse-url"))
+	}
+	if err := s.Wait.WithDefaults().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if s.JobResultsRetention < 0 {
 		errs = append(errs, fmt.Errorf("--retention-job-results must not be negative, got %s", s.JobResultsRetention))
