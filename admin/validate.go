@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -14,10 +15,14 @@ import (
 type IssueKind string
 
 const (
-	// IssueStreamOrder: indexes are not contiguous from 0, or effective
-	// operations' timestamps run backwards (the stored order contradicts
-	// them).
+	// IssueStreamOrder: indexes are not contiguous from 0 (an operation is
+	// missing).
 	IssueStreamOrder IssueKind = "stream-order"
+	// IssueTimestampOrder: an operation's action timestamp is before the
+	// previous one's. Only ever a note: concurrent submits of one document
+	// are stamped by their clients and committed in arrival order, so
+	// healthy streams have them.
+	IssueTimestampOrder IssueKind = "timestamp-order"
 	// IssueHash: replaying the stream does not reproduce a stored hash, or
 	// an operation cannot be replayed at all.
 	IssueHash IssueKind = "hash"
@@ -46,48 +51,75 @@ type StreamReport struct {
 }
 
 // ValidationReport is the outcome of ValidateDocument. Consistent is true
-// when Issues is empty.
+// when Issues is empty; Notes are observations that are not problems.
 type ValidationReport struct {
 	DocumentID string         `json:"documentId"`
 	Branch     string         `json:"branch"`
 	Consistent bool           `json:"consistent"`
 	Streams    []StreamReport `json:"streams"`
 	Issues     []Issue        `json:"issues"`
+	Notes      []Issue        `json:"notes"`
 }
 
-// SnapshotSource gives a projection's stored hash of a stream, for
-// comparing projections with the log. ok is false when it holds none.
+// Snapshot is a projection's copy of a stream's head.
+type Snapshot struct {
+	Index        int64
+	Hash         string
+	State        json.RawMessage
+	DocumentType string
+	// IsDeleted is the projection's deleted flag, for the document scope.
+	IsDeleted bool
+}
+
+// SnapshotSource gives a projection's snapshot of a stream, for comparing
+// projections with the log. ok is false when it holds none.
 type SnapshotSource interface {
-	SnapshotHash(ctx context.Context, stream oplog.StreamKey) (index int64, hash string, ok bool, err error)
+	Snapshot(ctx context.Context, stream oplog.StreamKey) (snap Snapshot, ok bool, err error)
 }
 
 // ErrDocumentNotFound reports a document with no operations on the branch.
 var ErrDocumentNotFound = errors.New("document not found")
 
 // ValidateDocument replays every stream of a document from index 0 and
-// reports stream-order, hash, keyframe and (with snapshots) snapshot issues.
-// It reads only; an error is returned for failures to read, never for what it
-// finds.
+// reports stream-order, hash, keyframe and (with snapshots) snapshot issues,
+// and out-of-order timestamps as notes. It reads only; an error is returned
+// for failures to read, never for what it finds.
 func ValidateDocument(ctx context.Context, store oplog.Store, reg *model.Registry, snapshots SnapshotSource, documentID, branch string) (ValidationReport, error) {
-	rep := ValidationReport{DocumentID: documentID, Branch: branch, Issues: []Issue{}}
+	rep, _, err := validateDocument(ctx, store, reg, snapshots, documentID, branch)
+	return rep, err
+}
+
+// replayedStream is one stream as validateDocument read and replayed it,
+// for the checks verify adds on top.
+type replayedStream struct {
+	Stream oplog.StreamKey
+	Ops    []oplog.Operation
+	// State is the replayed head; nil when the stream has a gap or does
+	// not replay, which the report's issues say.
+	State *model.StreamState
+}
+
+func validateDocument(ctx context.Context, store oplog.Store, reg *model.Registry, snapshots SnapshotSource, documentID, branch string) (ValidationReport, []replayedStream, error) {
+	rep := ValidationReport{DocumentID: documentID, Branch: branch, Issues: []Issue{}, Notes: []Issue{}}
 	revs, err := store.Revisions(ctx, documentID, branch)
 	if err != nil {
-		return rep, fmt.Errorf("validating %s: %w", documentID, err)
+		return rep, nil, fmt.Errorf("validating %s: %w", documentID, err)
 	}
 	if len(revs.Revision) == 0 {
-		return rep, fmt.Errorf("validating %s on %s: %w", documentID, branch, ErrDocumentNotFound)
+		return rep, nil, fmt.Errorf("validating %s on %s: %w", documentID, branch, ErrDocumentNotFound)
 	}
+	var streams []replayedStream
 	for _, scope := range sortedScopes(revs.Revision) {
 		k := oplog.StreamKey{DocumentID: documentID, Scope: scope, Branch: branch}
-		sr, issues, err := validateStream(ctx, store, reg, snapshots, k)
+		sr, rs, err := validateStream(ctx, store, reg, snapshots, k, &rep)
 		if err != nil {
-			return rep, err
+			return rep, nil, err
 		}
 		rep.Streams = append(rep.Streams, sr)
-		rep.Issues = append(rep.Issues, issues...)
+		streams = append(streams, rs)
 	}
 	rep.Consistent = len(rep.Issues) == 0
-	return rep, nil
+	return rep, streams, nil
 }
 
 func sortedScopes(m map[string]int64) []string {
@@ -105,18 +137,23 @@ func sortedScopes(m map[string]int64) []string {
 	return out
 }
 
-func validateStream(ctx context.Context, store oplog.Store, reg *model.Registry, snapshots SnapshotSource, k oplog.StreamKey) (StreamReport, []Issue, error) {
-	var issues []Issue
+func validateStream(ctx context.Context, store oplog.Store, reg *model.Registry, snapshots SnapshotSource, k oplog.StreamKey, rep *ValidationReport) (StreamReport, replayedStream, error) {
 	add := func(kind IssueKind, idx int64, format string, args ...any) {
-		issues = append(issues, Issue{Kind: kind, Stream: k, Index: idx, Message: fmt.Sprintf(format, args...)})
+		is := Issue{Kind: kind, Stream: k, Index: idx, Message: fmt.Sprintf(format, args...)}
+		if kind == IssueTimestampOrder {
+			rep.Notes = append(rep.Notes, is)
+			return
+		}
+		rep.Issues = append(rep.Issues, is)
 	}
 	ops, err := store.ReadStream(ctx, k, 0, 0)
 	if err != nil {
-		return StreamReport{}, nil, fmt.Errorf("validating %s: %w", k, err)
+		return StreamReport{}, replayedStream{}, fmt.Errorf("validating %s: %w", k, err)
 	}
+	rs := replayedStream{Stream: k, Ops: ops}
 	kfs, err := store.ListKeyframes(ctx, k)
 	if err != nil {
-		return StreamReport{}, nil, fmt.Errorf("validating %s: %w", k, err)
+		return StreamReport{}, rs, fmt.Errorf("validating %s: %w", k, err)
 	}
 	sr := StreamReport{Stream: k, Revision: int64(len(ops)), Keyframes: len(kfs)}
 	docType := ""
@@ -126,11 +163,11 @@ func validateStream(ctx context.Context, store oplog.Store, reg *model.Registry,
 
 	for i, op := range ops {
 		if op.Index != int64(i) {
-			add(IssueStreamOrder, op.Index, "operation at position %d has index %d: indexes are not contiguous from 0", i, op.Index)
-			return sr, issues, nil // nothing after a gap can be replayed
+			add(IssueStreamOrder, int64(i), "index %d is missing: the operation after index %d has index %d, indexes are not contiguous from 0", i, i-1, op.Index)
+			return sr, rs, nil // nothing after a gap can be replayed
 		}
 		if i > 0 && op.Skip == 0 && op.TimestampUtcMs < ops[i-1].TimestampUtcMs {
-			add(IssueStreamOrder, op.Index, "timestamp %d is before the previous operation's %d (descending)", op.TimestampUtcMs, ops[i-1].TimestampUtcMs)
+			add(IssueTimestampOrder, op.Index, "timestamp %d is before the previous operation's %d (concurrent submits are committed in arrival order)", op.TimestampUtcMs, ops[i-1].TimestampUtcMs)
 		}
 	}
 
@@ -155,9 +192,10 @@ func validateStream(ctx context.Context, store oplog.Store, reg *model.Registry,
 			idx = hm.Index
 		}
 		add(IssueHash, idx, "%s", err.Error())
-		return sr, issues, nil
+		return sr, rs, nil
 	}
 	sr.Hash = st.Hash
+	rs.State = st
 	// Replay proved every stored hash, so a keyframe is right exactly when
 	// its hash is the stored hash of the operation it is labelled by.
 	for _, kf := range kfs {
@@ -167,20 +205,50 @@ func validateStream(ctx context.Context, store oplog.Store, reg *model.Registry,
 	}
 
 	if snapshots != nil && len(ops) > 0 {
-		idx, hash, ok, err := snapshots.SnapshotHash(ctx, k)
+		snap, ok, err := snapshots.Snapshot(ctx, k)
 		if err != nil {
-			return sr, issues, fmt.Errorf("validating %s: %w", k, err)
+			return sr, rs, fmt.Errorf("validating %s: %w", k, err)
 		}
-		switch {
-		case !ok:
+		if !ok {
 			add(IssueSnapshot, int64(len(ops)-1), "the projection holds no snapshot of the stream")
-		case idx != int64(len(ops)-1):
-			add(IssueSnapshot, idx, "the snapshot is at index %d, the log's head at %d", idx, len(ops)-1)
-		case hash != st.Hash:
-			add(IssueSnapshot, idx, "snapshot hash %s differs from the replayed state's %s", hash, st.Hash)
+		} else {
+			for _, d := range snapshotDiffs(snap, st) {
+				add(IssueSnapshot, snap.Index, "%s", d)
+			}
 		}
 	}
-	return sr, issues, nil
+	return sr, rs, nil
+}
+
+// snapshotDiffs compares a projection's snapshot with the replayed head.
+// The stored state is compared by its hash, so key order and number
+// spelling do not matter.
+func snapshotDiffs(snap Snapshot, st *model.StreamState) []string {
+	var out []string
+	if snap.Index != st.Revision-1 {
+		// Everything else follows from the index; more would be noise.
+		return []string{fmt.Sprintf("the snapshot is at index %d, the log's head at %d", snap.Index, st.Revision-1)}
+	}
+	if snap.Hash != st.Hash {
+		out = append(out, fmt.Sprintf("snapshot hash %s differs from the replayed state's %s", snap.Hash, st.Hash))
+	}
+	switch v, err := model.DecodeJSON(snap.State); {
+	case err != nil:
+		out = append(out, fmt.Sprintf("snapshot state does not decode: %v", err))
+	default:
+		if h, _, err := model.Hash(v); err != nil || h != st.Hash {
+			out = append(out, fmt.Sprintf("snapshot state hashes to %s, the replayed state to %s", h, st.Hash))
+		}
+	}
+	if snap.DocumentType != "" && snap.DocumentType != st.DocumentType {
+		out = append(out, fmt.Sprintf("snapshot document type %s differs from the log's %s", snap.DocumentType, st.DocumentType))
+	}
+	if st.Stream.Scope == oplog.ScopeDocument {
+		if info, ok := model.DocumentInfoOf(st); ok && info.IsDeleted != snap.IsDeleted {
+			out = append(out, fmt.Sprintf("snapshot deleted flag %v differs from the log's %v", snap.IsDeleted, info.IsDeleted))
+		}
+	}
+	return out
 }
 
 // KeyframeRebuild reports what RebuildKeyframes did to one stream.

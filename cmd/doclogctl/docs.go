@@ -11,6 +11,8 @@ import (
 	"github.com/doclog/doclog/admin"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/projectors/docview"
+	"github.com/doclog/doclog/projectors/pgproj"
 )
 
 func newDocsCmd(g *globals) *cobra.Command {
@@ -76,9 +78,10 @@ func newDocsCmd(g *globals) *cobra.Command {
 	ops.Flags().Int64Var(&since, "since", 0, "first index to list")
 	ops.Flags().IntVar(&limit, "limit", 100, "most operations to list (0: all)")
 
+	var withView bool
 	validate := &cobra.Command{
 		Use:   "validate DOCUMENT_ID",
-		Short: "Replay a document and report keyframe, hash and stream-order issues (exit 3 when any)",
+		Short: "Replay a document and report keyframe, hash, stream-order and document-view issues (exit 3 when any)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
@@ -86,7 +89,11 @@ func newDocsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rep, err := admin.ValidateDocument(ctx, s, reg, nil, args[0], branch)
+				var snapshots admin.SnapshotSource
+				if withView {
+					snapshots = admin.NewViewSnapshots(docview.NewView(s.Pool(), pgproj.New(s.Pool())))
+				}
+				rep, err := admin.ValidateDocument(ctx, s, reg, snapshots, args[0], branch)
 				if err != nil {
 					return err
 				}
@@ -95,9 +102,15 @@ func newDocsCmd(g *globals) *cobra.Command {
 					for _, is := range rep.Issues {
 						t.AppendRow(table.Row{is.Kind, is.Stream.String(), is.Index, is.Message})
 					}
+					for _, is := range rep.Notes {
+						t.AppendRow(table.Row{"note: " + string(is.Kind), is.Stream.String(), is.Index, is.Message})
+					}
 					verdict := "consistent"
 					if !rep.Consistent {
 						verdict = fmt.Sprintf("%d issue(s)", len(rep.Issues))
+					}
+					if len(rep.Notes) > 0 {
+						verdict += fmt.Sprintf(", %d note(s)", len(rep.Notes))
 					}
 					t.SetTitle(fmt.Sprintf("%s on %s: %d stream(s), %s", rep.DocumentID, rep.Branch, len(rep.Streams), verdict))
 				})
@@ -108,6 +121,8 @@ func newDocsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+
+	validate.Flags().BoolVar(&withView, "docview", true, "also compare the document view's snapshots with the replay")
 
 	var interval int
 	rebuild := &cobra.Command{

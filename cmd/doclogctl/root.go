@@ -97,7 +97,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	pf.DurationVar(&g.timeout, "timeout", 2*time.Minute, "bound on the whole command")
 	config.AnnotateUsage(pf)
 
-	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g))
+	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g), newVerifyCmd(g))
 	return root
 }
 

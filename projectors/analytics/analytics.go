@@ -67,18 +67,42 @@ var _ projectors.Projector = (*Projector)(nil)
 // missing. logger may be nil.
 func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Projector, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if logger == nil {
-		logger = zap.NewNop()
-	}
 	// Every statement names the database, so the session's default only
 	// matters at the handshake, which fails when the database is missing:
 	// leave it to the server when the projector is to create it.
 	session := cfg.Database
 	if cfg.CreateDatabase {
 		session = ""
+	}
+	p, err := open(ctx, cfg, session, logger)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+cfg.InsertTimeout)
+	defer cancel()
+	if err := EnsureSchema(ctx, p.conn, cfg.Database, cfg.CreateDatabase); err != nil {
+		_ = p.conn.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// NewReader connects to ClickHouse for the read functions only
+// (OperationCounts, DocumentSummaries): it creates nothing, so a user
+// allowed only to read the tables can verify them. Apply must not be called
+// on it.
+func NewReader(ctx context.Context, cfg Config) (*Projector, error) {
+	cfg = cfg.WithDefaults()
+	return open(ctx, cfg, cfg.Database, nil)
+}
+
+// open validates cfg (with its defaults), connects and pings.
+func open(ctx context.Context, cfg Config, session string, logger *zap.Logger) (*Projector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = zap.NewNop()
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:        cfg.Addr,
@@ -98,10 +122,6 @@ func New(ctx context.Context, cfg Config, logger *zap.Logger) (*Projector, error
 	if err := conn.Ping(ctx); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("connect to clickhouse at %v: %w", cfg.Addr, err)
-	}
-	if err := EnsureSchema(ctx, conn, cfg.Database, cfg.CreateDatabase); err != nil {
-		_ = conn.Close()
-		return nil, err
 	}
 	return p, nil
 }
@@ -354,28 +374,4 @@ func (p *Projector) documentRows(ctx context.Context, tx projectors.Tx, changes 
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-// OperationCounts returns the number of operations per document on branch,
-// deduplicated with FINAL: what the log holds once the projector caught up.
-func (p *Projector) OperationCounts(ctx context.Context, branch string) (map[string]uint64, error) {
-	rows, err := p.conn.Query(ctx, "SELECT document_id, count() FROM "+p.cfg.Database+"."+TableOperations+
-		" FINAL WHERE branch = ? GROUP BY document_id", branch)
-	if err != nil {
-		return nil, fmt.Errorf("count clickhouse operations per document: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]uint64{}
-	for rows.Next() {
-		var id string
-		var n uint64
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, fmt.Errorf("count clickhouse operations per document: %w", err)
-		}
-		out[id] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count clickhouse operations per document: %w", err)
-	}
-	return out, nil
 }
