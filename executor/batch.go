@@ -74,11 +74,15 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return e.retryLater(ctx, batch, fmt.Errorf("look up job results: %w", err), now)
 	}
-	var fresh []*pending
+	var fresh, bare []*pending
 	for _, p := range batch {
 		jr, ok := results[p.job.JobID]
 		if !ok {
-			fresh = append(fresh, p)
+			if p.bare {
+				bare = append(bare, p)
+			} else {
+				fresh = append(fresh, p)
+			}
 			continue
 		}
 		// Applied before (a crash or a rebalance came between the append
@@ -109,6 +113,11 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 			reqs = append(reqs, req)
 			reqDocs = append(reqDocs, dw)
 		}
+	}
+	for _, p := range bare {
+		dw := bareWork(p)
+		reqs = append(reqs, oplog.AppendRequest{DocumentID: dw.id, DocumentType: p.job.DocumentType, Jobs: dw.outcomes})
+		reqDocs = append(reqDocs, dw)
 	}
 	e.m.since("reduce", start)
 	if len(reqs) > 0 {
@@ -152,15 +161,37 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 // gather picks the jobs that may run now: per document, the jobs in order up
 // to the first one that waits (backoff, dependency, model); a document's
 // later jobs never overtake an earlier one.
+//
+// A job id is taken once per batch. A second record of a job (a producer
+// retried a submit whose first produce had in fact landed) waits for the
+// first to settle; the lookup then finds its result and the copy replays
+// it, so one request never lists a job twice. A job that must go alone
+// (after a refusal) runs in a batch as its document's only job.
 func (e *Executor) gather(now time.Time) []*pending {
 	var batch []*pending
+	jobs := map[string]string{} // job id → its document, in this batch
+	docs := map[string]bool{}   // documents with a job in this batch
 	for _, ps := range e.sortedParts() {
 		ps.walk(func(p *pending) bool {
 			if p.notBefore.After(now) {
 				return false
 			}
+			id, doc := p.job.JobID, p.documentID()
+			if first, dup := jobs[id]; dup {
+				if first != doc {
+					// A copy in another document is not held back by
+					// the first copy's document: poll, don't spin.
+					p.notBefore = now.Add(e.cfg.DependencyPoll)
+				}
+				return false
+			}
+			single := p.alone || p.bare
+			if single && docs[doc] {
+				return false
+			}
+			jobs[id], docs[doc] = doc, true
 			batch = append(batch, p)
-			return true
+			return !single
 		})
 	}
 	return batch
@@ -329,13 +360,13 @@ jobs:
 			}
 		}
 		if p.fail != nil {
-			e.failJob(dw, p, p.fail)
+			dw.failJob(p, p.fail)
 			continue
 		}
 		for _, h := range j.QueueHint {
 			if jr, ok := results[h]; ok {
 				if jr.Status == oplog.JobFailed {
-					e.failJob(dw, p, &DependencyFailedError{Dependency: h})
+					dw.failJob(p, &DependencyFailedError{Dependency: h})
 					continue jobs
 				}
 				continue
@@ -344,7 +375,7 @@ jobs:
 				continue
 			}
 			if _, ok := dw.failed[h]; ok {
-				e.failJob(dw, p, &DependencyFailedError{Dependency: h})
+				dw.failJob(p, &DependencyFailedError{Dependency: h})
 				continue jobs
 			}
 			e.park(p, waitDependency, nil, now)
@@ -355,7 +386,7 @@ jobs:
 		// A create job on an existing document fails as DocumentExists
 		// whatever its type, from CREATE_DOCUMENT itself.
 		if doc := dw.work[docKey]; doc.Revision > 0 && doc.DocumentType != j.DocumentType && j.Kind != record.KindCreate {
-			e.failJob(dw, p, &DocumentTypeMismatchError{DocumentID: dw.id, JobType: j.DocumentType, StoredType: doc.DocumentType})
+			dw.failJob(p, &DocumentTypeMismatchError{DocumentID: dw.id, JobType: j.DocumentType, StoredType: doc.DocumentType})
 			continue
 		}
 		if _, err := e.cfg.Registry.Latest(j.DocumentType); err != nil {
@@ -411,7 +442,7 @@ jobs:
 				e.park(p, waitModel, applyErr, now)
 				break
 			}
-			e.failJob(dw, p, applyErr)
+			dw.failJob(p, applyErr)
 			continue
 		}
 		for _, op := range ops {
@@ -472,8 +503,17 @@ func (e *Executor) actionsOf(p *pending) []oplog.Action {
 	return j.Actions
 }
 
+// bareWork is the share of a batch of a job whose FAILED verdict goes in a
+// request of its own with no stream: the job id, which the log never
+// settles twice, is its guard.
+func bareWork(p *pending) *docWork {
+	dw := &docWork{id: p.documentID(), part: p.rec.Partition, jobs: []*pending{p}, failed: map[string]error{}}
+	dw.failJob(p, p.fail)
+	return dw
+}
+
 // failJob settles a job as FAILED in its document's request.
-func (e *Executor) failJob(dw *docWork, p *pending, err error) {
+func (dw *docWork) failJob(p *pending, err error) {
 	history := append(slices.Clone(p.history), errorInfo(err))
 	dw.included = append(dw.included, p)
 	dw.outcomes = append(dw.outcomes, oplog.JobOutcome{JobID: p.job.JobID, Status: oplog.JobFailed, ErrorHistory: history})
@@ -585,6 +625,12 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 		e.log.Debug("append conflict: reloading", zap.String("document_id", dw.id), zap.Error(res.Err))
 		return
 	}
+	// Refused whatever the state of the streams. Retrying the same request
+	// would be refused again, so each refusal narrows it, after a backoff:
+	// a request of several jobs splits into one request per job; a job
+	// refused alone (or named by the refusal) is failed with the reason;
+	// a verdict refused under the head guard is written bare; and a bare
+	// verdict refused too is dead-lettered without a stored result.
 	var dup *oplog.DuplicateOperation
 	var culprit *pending
 	if errors.As(res.Err, &dup) {
@@ -596,12 +642,29 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 			}
 		}
 	}
+	if culprit == nil && len(dw.included) == 1 {
+		culprit = dw.included[0]
+	}
 	for _, p := range dw.included {
-		if (culprit == nil || p == culprit) && p.fail == nil {
+		p.refusals++
+		p.notBefore = now.Add(e.backoff(p.refusals))
+		switch {
+		case culprit == nil:
+			p.alone = true
+		case p != culprit:
+		case p.fail == nil:
 			p.fail = res.Err
+			p.alone = true
+		case !p.bare:
+			p.bare = true
+		default:
+			e.log.Error("the log refused a job's bare FAILED verdict: dead-lettered without a stored result",
+				zap.String("job_id", p.job.JobID), zap.String("document_id", dw.id), zap.Error(res.Err))
+			e.announce(p, oplog.JobResult{JobID: p.job.JobID, DocumentID: dw.id, Status: oplog.JobFailed,
+				ErrorHistory: append(slices.Clone(p.history), errorInfo(p.fail), errorInfo(res.Err))}, nil, now)
 		}
 	}
-	e.log.Error("append refused", zap.String("document_id", dw.id), zap.Error(res.Err))
+	e.log.Error("append refused", zap.String("document_id", dw.id), zap.Int("jobs", len(dw.included)), zap.Error(res.Err))
 }
 
 // reannounce rebuilds the announcement of a job that already has a result:
@@ -703,6 +766,10 @@ func (e *Executor) writeReadyRecord(p *pending, jr oplog.JobResult, all []oplog.
 // deadLetterRecord builds the dead letter of a failed job, classified by the
 // name of its last error.
 func (e *Executor) deadLetterRecord(p *pending, jr oplog.JobResult, now time.Time) (*kgo.Record, error) {
+	if p.undecodable != nil {
+		e.m.deadLetters.WithLabelValues(string(p.undecodable.ErrorType)).Inc()
+		return record.NewDeadLetterRecord(e.cfg.Topics.DeadLetters, p.undecodable)
+	}
 	last := oplog.ErrorInfo{Name: NameError, Message: "the job failed without a recorded error"}
 	if n := len(jr.ErrorHistory); n > 0 {
 		last = jr.ErrorHistory[n-1]

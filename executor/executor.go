@@ -138,6 +138,18 @@ type pending struct {
 	// fail is a decided failure (retries or budget exhausted, timeout,
 	// failed dependency): the next attempt writes FAILED without reducing.
 	fail error
+	// After the log refused a request whatever the state of its streams
+	// (see settle): alone puts the job in a batch as its document's only
+	// one, so a refusal names the job that causes it; bare writes its
+	// FAILED verdict with no stream in the request, guarded by the job id
+	// alone, for when the log refused even the guarded verdict. refusals
+	// counts them, for the backoff.
+	alone, bare bool
+	refusals    int
+	// undecodable is the dead letter of a record that did not decode but
+	// whose job id could be read: it is settled FAILED like a job, and
+	// announced with this dead letter, which carries the raw record.
+	undecodable *record.DeadLetter
 	// settled: the outcome is in the log (or the record was dead-lettered)
 	// and out holds the records that announce it.
 	settled bool
@@ -215,6 +227,7 @@ func New(cfg Config) (*Executor, error) {
 		kgo.RecordDeliveryTimeout(cfg.ProduceTimeout),
 		kgo.ProducerBatchMaxBytes(int32(record.DefaultMaxSize + 64<<10)),
 	}
+	opts = append(opts, cfg.Kafka.Membership.GroupOptions()...)
 	if cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout))
 	}
@@ -304,6 +317,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.commit(work, true, nil)
 	e.mu.Unlock()
 	e.cl.Close()
+	if lerr := kafka.Leave(work, e.cfg.Kafka, e.cfg.Group, e.log); lerr != nil {
+		e.log.Warn("could not leave the group: the partitions move when the session times out", zap.Error(lerr))
+	}
 	e.log.Info("executor stopped")
 	return err
 }
@@ -582,6 +598,15 @@ func (e *Executor) admit(rec *kgo.Record, now time.Time) {
 		e.log.Warn("undecodable job record dead-lettered",
 			zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset),
 			zap.String("error_type", string(dl.ErrorType)), zap.Error(err))
+		if id, doc, ok := record.ReadableIdentity(rec); ok {
+			// Its producer asks for the job by id: write the verdict, so
+			// status answers FAILED with the reason rather than PENDING.
+			// Like any job, a job id that already has a result keeps it.
+			p.job = &record.Job{JobID: id, DocumentID: doc, Branch: oplog.DefaultBranch}
+			p.fail, p.bare, p.undecodable = err, true, dl
+			ps.jobs = append(ps.jobs, p)
+			return
+		}
 		p.settled = true
 		e.m.deadLetters.WithLabelValues(string(dl.ErrorType)).Inc()
 		if out, err := record.NewDeadLetterRecord(e.cfg.Topics.DeadLetters, dl); err != nil {
