@@ -53,7 +53,8 @@ type Config struct {
 	// "doclog-executor".
 	Group string
 	// SessionTimeout, RebalanceTimeout and HeartbeatInterval tune the group
-	// membership; zero keeps franz-go's defaults (45s, 60s, 3s). Tests
+	// membership; zero keeps Kafka.Membership's session timeout and
+	// heartbeat (10s, 1s) and franz-go's rebalance timeout (60s). Tests
 	// shorten them for fast rebalances.
 	SessionTimeout    time.Duration
 	RebalanceTimeout  time.Duration

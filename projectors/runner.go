@@ -95,6 +95,7 @@ func New(cfg Config) (*Runner, error) {
 		kgo.OnPartitionsRevoked(r.dropPartitions),
 		kgo.OnPartitionsLost(r.dropPartitions),
 	}
+	opts = append(opts, cfg.Kafka.Membership.GroupOptions()...)
 	cl, err := kafka.NewClient(cfg.Kafka, cfg.Logger, append(opts, cfg.KafkaOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("projector %s: %w", r.name, err)
@@ -206,6 +207,11 @@ func (r *Runner) Close() {
 			<-done
 		}
 		r.cl.Close()
+		ctx, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancelLeave()
+		if err := kafka.Leave(ctx, r.cfg.Kafka, r.cfg.Group, r.logger); err != nil {
+			r.logger.Warn("could not leave the group: the partitions move when the session times out", zap.Error(err))
+		}
 	})
 }
 

@@ -88,6 +88,9 @@ type Config struct {
 	// Options: none, error, warn, info or debug. Default warn, because info
 	// logs every connection and metadata refresh.
 	LogLevel LogLevel
+	// Membership is how the process takes part in the consumer groups of
+	// its roles (see membership.go).
+	Membership Membership
 }
 
 // TLSConfig configures TLS to the brokers.
@@ -131,6 +134,7 @@ func (c Config) WithDefaults() Config {
 		c.LogLevel = DefaultLogLevel
 	}
 	c.SASL.Mechanism = SASLMechanism(strings.ToUpper(string(c.SASL.Mechanism)))
+	c.Membership = c.Membership.WithDefaults()
 	return c
 }
 
@@ -172,7 +176,7 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("kafka sasl mechanism %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.SASL.Mechanism)
 	}
-	return nil
+	return c.Membership.Validate()
 }
 
 // Options applies defaults, validates, reads the TLS files and returns the

@@ -226,6 +226,12 @@ spec:
             - configMapRef:
                 name: {{ include "doclog.fullname" $root }}
           env:
+            # Static membership: a container restarted in its pod (a crash,
+            # an OOM kill) takes its partitions back at once.
+            - name: DOCLOG_MEMBER_NAME
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.name
             {{- include "doclog.secretEnv" $root | nindent 12 }}
             {{- with $root.Values.extraEnv }}
             {{- toYaml . | nindent 12 }}
