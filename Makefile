@@ -36,6 +36,10 @@ bench-pipeline: ## Pipeline benchmark (issue 7): doclogctl bench --embedded --ba
 bench-latency: ## Latency target (issue 7): closed-loop single runs, then open-loop runs at half their median rate
 	@HALF_PEAK=1 MODES=single scripts/bench-pipeline.sh
 
+.PHONY: chaos
+chaos: ## Chaos run (DESIGN §9): roles as processes under kill -9, broker and Postgres restarts, a rebalance, cuts; SEED=n or CHAOS_SEEDS="1 2 3 4 5"
+	@SEED="$(SEED)" CHAOS_SEEDS="$(CHAOS_SEEDS)" scripts/chaos.sh
+
 .PHONY: clean
 clean: ## Remove build output and cached downloads
 	rm -rf bin .cache

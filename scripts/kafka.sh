@@ -12,6 +12,12 @@
 #                                start it again on its storage and ports
 #   scripts/kafka.sh stop DIR    stop the node started in DIR
 #
+# With KAFKA_PROXIED_ADVERTISE=host:port in the environment, start adds a
+# second listener that advertises that address instead of its own, and writes
+# the listener's real host:port to DIR/proxied: clients that bootstrap through
+# a TCP proxy at host:port forwarding to DIR/proxied keep talking through it
+# (the chaos run cuts one member's broker traffic that way).
+#
 # Needs Java 17+, Maven and Go, nothing else. Everything but the final
 # TEST_KAFKA_SEEDS line goes to stderr, so callers can capture stdout. The
 # broker's own output is in DIR/kafka.log.
@@ -146,17 +152,29 @@ cmd_start() {
 	bport=$(free_port)
 	cport=$(free_port)
 	while [ "$cport" = "$bport" ]; do cport=$(free_port); done
+	local listeners="PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport"
+	local advertised="PLAINTEXT://127.0.0.1:$bport" protocols="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+	rm -f "$DIR/proxied"
+	if [ -n "${KAFKA_PROXIED_ADVERTISE:-}" ]; then
+		local xport
+		xport=$(free_port)
+		while [ "$xport" = "$bport" ] || [ "$xport" = "$cport" ]; do xport=$(free_port); done
+		listeners+=",PROXIED://127.0.0.1:$xport"
+		advertised+=",PROXIED://$KAFKA_PROXIED_ADVERTISE"
+		protocols+=",PROXIED:PLAINTEXT"
+		echo "127.0.0.1:$xport" >"$DIR/proxied"
+	fi
 	rm -rf "$DIR/data"
 	cat >"$DIR/server.properties" <<EOF
 # One node that is both KRaft controller and broker, for tests only.
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$bport
+listeners=$listeners
+advertised.listeners=$advertised
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=$protocols
 log.dirs=$DIR/data
 
 # One broker: internal topics cannot be replicated.
@@ -211,7 +229,8 @@ EOF
 # metadata.
 launch() {
 	local DIR=$1 seeds
-	seeds=$(sed -n 's|^advertised.listeners=PLAINTEXT://||p' "$DIR/server.properties")
+	# The PLAINTEXT listener alone: a proxied one may follow it on the line.
+	seeds=$(sed -n 's|^advertised.listeners=PLAINTEXT://\([^,]*\).*|\1|p' "$DIR/server.properties")
 	# stdin and stdout detached: a caller capturing our stdout must not wait
 	# for the broker to exit.
 	nohup java -Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \

@@ -5,6 +5,10 @@
 #   scripts/pg.sh start DIR [fsync] initialise a cluster in DIR and start it;
 #                                   prints DATABASE_URL=... on stdout
 #   scripts/pg.sh stop DIR          stop the cluster in DIR
+#   scripts/pg.sh restart DIR [MODE] restart the cluster in DIR on its port and
+#                                   settings; MODE is pg_ctl's shutdown mode
+#                                   (default fast; immediate is a crash and
+#                                   recovery, as the chaos run wants)
 #
 # initdb refuses to run as root, so as root the cluster belongs to the
 # "postgres" user that Debian's package creates. fsync is off unless the
@@ -78,9 +82,21 @@ cmd_stop() {
 	as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
 }
 
+cmd_restart() {
+	local dir=$1 mode=$2 bin
+	bin=$(pg_bindir)
+	[ -f "$dir/data/PG_VERSION" ] || { echo "pg.sh: no cluster in $dir: start one first" >&2; exit 1; }
+	case "$mode" in smart | fast | immediate) ;; *) echo "pg.sh: unknown shutdown mode $mode" >&2; exit 2 ;; esac
+	# pg_ctl restart reuses the options the server was started with
+	# (postmaster.opts), so the port and the durability settings stay.
+	as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m "$mode" -w -t 60 restart >/dev/null ||
+		{ tail -n 30 "$dir/server.log" >&2; exit 1; }
+}
+
 case "${1:-}" in
 install) cmd_install ;;
 start) cmd_install; cmd_start "${2:?usage: pg.sh start DIR [fsync]}" "${3:-nofsync}" ;;
 stop) cmd_stop "${2:?usage: pg.sh stop DIR}" ;;
-*) echo "usage: scripts/pg.sh install | start DIR [fsync] | stop DIR" >&2; exit 2 ;;
+restart) cmd_restart "${2:?usage: pg.sh restart DIR [smart|fast|immediate]}" "${3:-fast}" ;;
+*) echo "usage: scripts/pg.sh install | start DIR [fsync] | stop DIR | restart DIR [MODE]" >&2; exit 2 ;;
 esac
