@@ -31,6 +31,7 @@ import (
 // topics and group on the test broker, and a registry of the built-in models.
 type bundle struct {
 	t        *testing.T
+	url      string // the Postgres of the test, for member processes
 	pool     *pgxpool.Pool
 	store    oplog.Store
 	kenv     *testenv.KafkaEnv
@@ -60,6 +61,7 @@ func setupOn(t *testing.T, url string, kenv *testenv.KafkaEnv, partitions int32,
 	reg := registry(t, models...)
 	return &bundle{
 		t:     t,
+		url:   url,
 		pool:  pool,
 		store: postgres.New(pool),
 		kenv:  kenv,
