@@ -162,14 +162,18 @@ type verifier struct {
 	cfg       VerifyConfig
 	snapshots *ViewSnapshots
 	index     *indexer.Index
-	quarantin *pgproj.Store
+	projStore *pgproj.Store
 	oldestJob time.Time // zero when the jobs table is empty
 
-	rep     *VerifyReport
-	docs    map[string]*docResult
-	order   []string
-	seen    map[string]struct{} // jobs whose operations were checked
-	figures map[docBranch]figures
+	rep *VerifyReport
+	// docs holds the results with findings or notes, in order of their
+	// documents; a clean document leaves only its figures behind.
+	docs     map[string]*docResult
+	order    []string
+	findings int                 // in docs
+	walked   bool                // to the end of the log
+	seen     map[string]struct{} // jobs whose operations were checked
+	figures  map[docBranch]figures
 	// findings that are not per document: jobs none of whose operations
 	// the walk met, the analytics tables, quarantines.
 	unseen, analytics, quarantines []Finding
@@ -189,7 +193,7 @@ func newVerifier(cfg VerifyConfig) (*verifier, error) {
 	pool := cfg.Store.Pool()
 	ps := pgproj.New(pool)
 	v := &verifier{
-		cfg: cfg, quarantin: ps,
+		cfg: cfg, projStore: ps,
 		rep:     &VerifyReport{From: cfg.From, Checked: []string{"log", "jobs"}, Findings: []Finding{}, Notes: []Finding{}},
 		docs:    map[string]*docResult{},
 		seen:    map[string]struct{}{},
@@ -217,6 +221,7 @@ func (v *verifier) run(ctx context.Context) (*VerifyReport, error) {
 	if err := v.walk(ctx); err != nil {
 		return v.stopped(ctx, err)
 	}
+	v.walked = true
 	if err := v.checkUnseenJobs(ctx); err != nil {
 		return v.stopped(ctx, err)
 	}
@@ -248,10 +253,7 @@ func (v *verifier) progress(phase string) {
 	if v.cfg.Progress == nil {
 		return
 	}
-	n := len(v.analytics) + len(v.quarantines)
-	for _, d := range v.docs {
-		n += len(d.findings)
-	}
+	n := v.findings + len(v.unseen) + len(v.analytics) + len(v.quarantines)
 	v.cfg.Progress(VerifyProgress{Phase: phase, Documents: v.rep.Documents, Operations: v.rep.Operations, Findings: n, Cursor: v.rep.Next})
 }
 
@@ -292,16 +294,24 @@ func (v *verifier) walk(ctx context.Context) error {
 
 // record keeps a document's latest result, replacing an earlier one.
 func (v *verifier) record(id string, res *docResult) {
-	if _, ok := v.docs[id]; !ok {
-		v.order = append(v.order, id)
-	}
-	v.docs[id] = res
 	for branch, f := range res.figures {
 		v.figures[docBranch{id, branch}] = f
 	}
 	for _, j := range res.jobs {
 		v.seen[j] = struct{}{}
 	}
+	if old, ok := v.docs[id]; ok {
+		v.findings -= len(old.findings)
+		delete(v.docs, id)
+	}
+	if len(res.findings)+len(res.notes) == 0 {
+		return
+	}
+	if !v.walked { // a document is walked once; settling revisits those in order
+		v.order = append(v.order, id)
+	}
+	v.docs[id] = &docResult{findings: res.findings, notes: res.notes}
+	v.findings += len(res.findings)
 }
 
 func branchesOf(heads map[oplog.StreamKey]int64, id string) []string {
@@ -389,90 +399,14 @@ func issueFinding(is Issue) Finding {
 	return Finding{Kind: kind, DocumentID: k.DocumentID, Stream: &k, Index: is.Index, Projector: projector, Message: is.Message}
 }
 
-// compareGlobal runs the comparisons that are not per document: the
-// analytics tables and the quarantines.
-func (v *verifier) compareGlobal(ctx context.Context) error {
-	if a := v.cfg.Analytics; a != nil {
-		v.progress(a.Name())
-		fs, err := compareAnalytics(ctx, a, v.figures, v.inRange)
-		if err != nil {
-			return err
-		}
-		v.analytics = fs
-	}
-	v.progress("quarantines")
-	fs, err := v.listQuarantines(ctx)
-	if err != nil {
-		return err
-	}
-	v.quarantines = fs
-	return nil
-}
-
-// inRange reports whether the walk verified the document (an analytics row
-// of a document outside the range is none of this run's business).
-func (v *verifier) inRange(id string) bool {
-	return id > v.cfg.From && (v.rep.Next == "" || id <= v.rep.Next)
-}
-
-// settle compares the projections again while any differs and Wait lasts:
-// projectors lag the log, so only a difference that persists counts.
-func (v *verifier) settle(ctx context.Context) error {
-	deadline := time.Now().Add(v.cfg.Wait)
-	for {
-		pending := v.pendingDocuments()
-		if len(pending) == 0 && !hasProjection(v.analytics) && len(v.quarantines) == 0 {
-			return nil
-		}
-		if time.Now().Add(v.cfg.RetryInterval).After(deadline) {
-			return nil
-		}
-		v.progress(fmt.Sprintf("settling (attempt %d)", v.rep.Attempts+1))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(v.cfg.RetryInterval):
-		}
-		if len(pending) > 0 {
-			heads, err := v.cfg.Store.Heads(ctx, pending)
-			if err != nil {
-				return fmt.Errorf("verifying the log: %w", err)
-			}
-			for _, id := range pending {
-				res, err := v.verifyDocument(ctx, id, branchesOf(heads, id))
-				if err != nil {
-					return err
-				}
-				v.record(id, res)
-			}
-		}
-		if err := v.compareGlobal(ctx); err != nil {
-			return err
-		}
-		v.rep.Attempts++
-	}
-}
-
-func (v *verifier) pendingDocuments() []string {
-	var out []string
-	for _, id := range v.order {
-		if hasProjection(v.docs[id].findings) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-func hasProjection(fs []Finding) bool {
-	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Kind.projection() })
-}
-
 func (v *verifier) finish() *VerifyReport {
 	rep := v.rep
 	rep.Findings, rep.Notes = []Finding{}, []Finding{}
 	for _, id := range v.order {
-		rep.Findings = append(rep.Findings, v.docs[id].findings...)
-		rep.Notes = append(rep.Notes, v.docs[id].notes...)
+		if d, ok := v.docs[id]; ok {
+			rep.Findings = append(rep.Findings, d.findings...)
+			rep.Notes = append(rep.Notes, d.notes...)
+		}
 	}
 	rep.Findings = append(rep.Findings, v.unseen...)
 	rep.Findings = append(rep.Findings, v.analytics...)

@@ -146,7 +146,7 @@ func (v *verifier) listQuarantines(ctx context.Context) ([]Finding, error) {
 	}
 	var out []Finding
 	for _, name := range names {
-		qs, err := v.quarantin.Quarantines(ctx, name)
+		qs, err := v.projStore.Quarantines(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("reading quarantines of %s: %w", name, err)
 		}

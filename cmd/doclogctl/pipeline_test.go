@@ -28,7 +28,8 @@ type pipeline struct {
 	cl    *kgo.Client
 }
 
-func startPipeline(t *testing.T) *pipeline {
+// startPipeline starts it; each option may change the settings first.
+func startPipeline(t *testing.T, options ...func(*app.Settings)) *pipeline {
 	t.Helper()
 	env := testenv.Kafka(t)
 	url := testenv.PostgresSchema(t)
@@ -42,6 +43,9 @@ func startPipeline(t *testing.T) *pipeline {
 		Kafka:            env.Config,
 		Topics:           env.Topics,
 		CreateTopics:     true,
+	}
+	for _, o := range options {
+		o(s)
 	}
 	require.NoError(t, s.Validate())
 	ctx, cancel := context.WithCancel(context.Background())

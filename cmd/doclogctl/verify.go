@@ -106,30 +106,7 @@ with.`,
 // reportVerify renders the report and turns it into the exit code: 3 on
 // any finding, 1 when the run stopped early without one.
 func (g *globals) reportVerify(rep *admin.VerifyReport) error {
-	err := g.render(rep, func(t table.Writer) {
-		t.AppendHeader(table.Row{"kind", "projector", "stream", "index", "job", "finding"})
-		for _, f := range rep.Findings {
-			t.AppendRow(verifyRow(f))
-		}
-		for _, f := range rep.Notes {
-			row := verifyRow(f)
-			row[0] = "note: " + string(f.Kind)
-			t.AppendRow(row)
-		}
-		verdict := "clean"
-		switch {
-		case len(rep.Findings) > 0:
-			verdict = fmt.Sprintf("%d finding(s)", len(rep.Findings))
-		case !rep.Complete:
-			verdict = "nothing found so far"
-		}
-		if len(rep.Notes) > 0 {
-			verdict += fmt.Sprintf(", %d note(s)", len(rep.Notes))
-		}
-		t.SetTitle(fmt.Sprintf("%d document(s), %d stream(s), %d operation(s), %d job(s); checked %s; %d comparison(s): %s",
-			rep.Documents, rep.Streams, rep.Operations, rep.Jobs, strings.Join(rep.Checked, ", "), rep.Attempts, verdict))
-	})
-	if err != nil {
+	if err := g.renderVerify(rep); err != nil {
 		return err
 	}
 	if !rep.Complete {
@@ -142,6 +119,40 @@ func (g *globals) reportVerify(rep *admin.VerifyReport) error {
 		return fmt.Errorf("verification incomplete after %d document(s)", rep.Documents)
 	}
 	return nil
+}
+
+// renderVerify writes the report: JSON with -o json, else a summary line
+// and, when there is any, a table of the findings and notes.
+func (g *globals) renderVerify(rep *admin.VerifyReport) error {
+	if g.output == "json" {
+		return g.render(rep, nil)
+	}
+	verdict := "clean"
+	switch {
+	case len(rep.Findings) > 0:
+		verdict = fmt.Sprintf("%d finding(s)", len(rep.Findings))
+	case !rep.Complete:
+		verdict = "nothing found so far"
+	}
+	if len(rep.Notes) > 0 {
+		verdict += fmt.Sprintf(", %d note(s)", len(rep.Notes))
+	}
+	fmt.Fprintf(g.out, "%d document(s), %d stream(s), %d operation(s), %d job(s); checked %s; %d comparison(s): %s\n",
+		rep.Documents, rep.Streams, rep.Operations, rep.Jobs, strings.Join(rep.Checked, ", "), rep.Attempts, verdict)
+	if len(rep.Findings)+len(rep.Notes) == 0 {
+		return nil
+	}
+	return g.render(rep, func(t table.Writer) {
+		t.AppendHeader(table.Row{"kind", "projector", "stream", "index", "job", "finding"})
+		for _, f := range rep.Findings {
+			t.AppendRow(verifyRow(f))
+		}
+		for _, f := range rep.Notes {
+			row := verifyRow(f)
+			row[0] = "note: " + string(f.Kind)
+			t.AppendRow(row)
+		}
+	})
 }
 
 func verifyRow(f admin.Finding) table.Row {
