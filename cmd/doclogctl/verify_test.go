@@ -70,9 +70,10 @@ func TestVerifyCommand(t *testing.T) {
 	require.Equal(t, exitOK, code, "a healthy document with backwards timestamps: %s %s", out, errOut)
 	require.Contains(t, out, "consistent, 1 note(s)")
 
-	code, rep, _ = verify("--from", "doc-1")
+	code, rep, errOut = verify("--from", "doc-1", "--progress")
 	require.Equal(t, exitOK, code)
 	require.Equal(t, 2, rep.Documents, "doc-2 and doc-3")
+	require.Contains(t, errOut, `--from "doc-3"`, "the bar shows the cursor to resume from")
 
 	// Damage two projections.
 	_, err := p.store.Pool().Exec(context.Background(), `DELETE FROM documents WHERE document_id = 'doc-2'`)
