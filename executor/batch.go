@@ -94,6 +94,9 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 		}
 	}
 
+	for _, p := range fresh {
+		e.expire(p, now)
+	}
 	docs := e.group(fresh)
 	start = time.Now()
 	if err := e.load(ctx, docs, now); err != nil {
@@ -327,14 +330,27 @@ func (e *Executor) load(ctx context.Context, docs []*docWork, now time.Time) err
 			continue
 		}
 		dw.work = nil
+		// A verdict already reached needs no heads: it is written bare
+		// rather than wait for a load that may never succeed.
+		var undecided []*pending
+		for _, p := range dw.jobs {
+			if p.fail != nil {
+				p.bare = true
+			} else {
+				undecided = append(undecided, p)
+			}
+		}
+		if len(undecided) == 0 {
+			continue
+		}
 		var mnf *model.ModelNotFound
 		if errors.As(err, &mnf) {
 			// The log holds operations of a model version this member
 			// does not know: a rolling upgrade is under way. Wait.
-			e.park(dw.jobs[0], waitModel, err, now)
+			e.park(undecided[0], waitModel, err, now)
 			continue
 		}
-		if err := e.retryLater(ctx, dw.jobs, err, now); err != nil {
+		if err := e.retryLater(ctx, undecided, err, now); err != nil {
 			return err
 		}
 	}
@@ -350,15 +366,6 @@ func (e *Executor) reduce(dw *docWork, results map[string]oplog.JobResult, now t
 jobs:
 	for _, p := range dw.jobs {
 		j := p.job
-		if p.fail == nil && p.waiting != "" {
-			if age := e.clock(now) - p.seen; age > e.cfg.JobTimeout {
-				if p.waiting == waitModel && p.waitErr != nil {
-					p.fail = fmt.Errorf("no document model within the job timeout of %s: %w", e.cfg.JobTimeout, p.waitErr)
-				} else {
-					p.fail = &JobTimeoutError{Waited: age, Reason: "its queueHint dependencies did not complete"}
-				}
-			}
-		}
 		if p.fail != nil {
 			dw.failJob(p, p.fail)
 			continue
@@ -479,6 +486,24 @@ jobs:
 	}
 	req.Condition = cond
 	return req, true
+}
+
+// expire fails a job that has waited (for a dependency, for a model) longer
+// than the job timeout. It runs before the heads load, since a model this
+// member lacks can make the load itself what the job waits for.
+func (e *Executor) expire(p *pending, now time.Time) {
+	if p.fail != nil || p.waiting == "" {
+		return
+	}
+	age := e.clock(now) - p.seen
+	if age <= e.cfg.JobTimeout {
+		return
+	}
+	if p.waiting == waitModel && p.waitErr != nil {
+		p.fail = fmt.Errorf("no document model within the job timeout of %s: %w", e.cfg.JobTimeout, p.waitErr)
+	} else {
+		p.fail = &JobTimeoutError{Waited: age, Reason: "its queueHint dependencies did not complete"}
+	}
 }
 
 // actionsOf returns the actions a job applies: a create job starts with the

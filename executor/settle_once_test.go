@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/jsondoc"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/record"
@@ -216,4 +217,47 @@ func TestRefusedRequestsEndInAVerdict(t *testing.T) {
 	res, err := b.store.JobResults(context.Background(), []string{hopeless.JobID})
 	require.NoError(t, err)
 	require.Empty(t, res)
+}
+
+// versionedModel is test/versioned at one version, with one no-op action.
+func versionedModel(version int) model.Model {
+	return model.MustSpec(model.Spec{
+		DocumentType: "test/versioned",
+		ModelVersion: version,
+		Initial:      map[string]func() any{oplog.ScopeGlobal: func() any { return map[string]any{} }},
+		ActionList: []*model.ActionSpec{{
+			Type: "NOOP", Scopes: []string{oplog.ScopeGlobal},
+			Reduce: func(state any, _ *model.Call) (any, error) { return state, nil },
+		}},
+	})
+}
+
+// A job whose document holds operations of a model version this member does
+// not know waits for a member that knows it — and, like any wait, only for
+// the job timeout: then it ends FAILED with the reason, although the heads it
+// would need cannot even be loaded. Before, it waited without end.
+func TestJobWaitingOnAnUnknownStoredVersionTimesOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1, versionedModel(2))
+	writer := b.start(b.config())
+	create := createJob("doc-v2", "test/versioned")
+	noop := mutateJob("doc-v2", "test/versioned", action(oplog.ScopeGlobal, "NOOP", map[string]any{}))
+	b.submit(create, noop)
+	b.waitResults(ids([]*record.Job{create, noop}), 30*time.Second)
+	writer.stop()
+
+	old := b.config()
+	old.Registry = registry(t, versionedModel(1))
+	old.JobTimeout = time.Second
+	b.start(old)
+	stuck := mutateJob("doc-v2", "test/versioned", action(oplog.ScopeGlobal, "NOOP", map[string]any{}))
+	other := createJob("doc-other", jsondoc.DocumentType)
+	b.submit(stuck, other)
+	results := b.waitResults(ids([]*record.Job{stuck, other}), 30*time.Second)
+	require.Equal(t, oplog.JobWriteReady, results[other.JobID].Status)
+	r := results[stuck.JobID]
+	require.Equal(t, oplog.JobFailed, r.Status)
+	last := r.ErrorHistory[len(r.ErrorHistory)-1]
+	require.Contains(t, last.Message, "no document model within the job timeout")
+	require.Len(t, b.readAll(oplog.StreamKey{DocumentID: "doc-v2", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}), 1, "only the v2 job's operation")
 }
