@@ -14,11 +14,11 @@ import (
 // Outcome is what became of one acknowledged job.
 type Outcome struct {
 	Entry
-	Status string // from GET /v1/jobs/{id}; "" when it could not be read
-	Reason string // the first error's name, for FAILED
-	Ops    int    // operations of the job in the log
-	Unique int    // of them, distinct op ids
-	Err    error
+	Status   string // from GET /v1/jobs/{id}; "" when it could not be read
+	Reason   string // the first error's name, for FAILED
+	Written  int    // operations of the job in the log
+	Distinct int    // of them, distinct op ids
+	Err      error
 }
 
 // Final says whether the job ended as the guarantee demands: WRITE_READY or
@@ -36,16 +36,16 @@ func (o Outcome) Final() bool {
 // AppliedTwice says whether the log holds more of the job than one
 // application writes: an op id repeated, or more operations than its
 // actions.
-func (o Outcome) AppliedTwice() bool { return o.Unique != o.Ops || o.Ops > o.Entry.Ops }
+func (o Outcome) AppliedTwice() bool { return o.Distinct != o.Written || o.Written > o.Ops }
 
 // Inconsistent says whether the log disagrees with the status: a succeeded
 // job missing operations, or a failed one holding some.
 func (o Outcome) Inconsistent() bool {
 	switch o.Status {
 	case "WRITE_READY", "READ_READY":
-		return o.Ops < o.Entry.Ops
+		return o.Written < o.Ops
 	case "FAILED":
-		return o.Ops > 0
+		return o.Written > 0
 	}
 	return false
 }
@@ -60,7 +60,7 @@ func CheckLedger(ctx context.Context, ingestURL string, pool *pgxpool.Pool, entr
 	client := &http.Client{Timeout: 10 * time.Second}
 	idx := make(chan int)
 	var wg sync.WaitGroup
-	for range 16 {
+	for range 48 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -142,7 +142,7 @@ func countOps(ctx context.Context, pool *pgxpool.Pool, out []Outcome) error {
 				rows.Close()
 				return fmt.Errorf("counting the jobs' operations: %w", err)
 			}
-			out[byJob[id]].Ops, out[byJob[id]].Unique = n, u
+			out[byJob[id]].Written, out[byJob[id]].Distinct = n, u
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

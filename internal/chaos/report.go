@@ -156,7 +156,7 @@ func sample(os []Outcome) string {
 	var b strings.Builder
 	for _, o := range os[:min(len(os), 5)] {
 		fmt.Fprintf(&b, "\n             job %s (%s of %s, acked %s, %d attempts): status %q %s, %d ops (%d distinct)",
-			o.JobID, o.Kind, o.DocID, o.AckedAt.Format("15:04:05.000"), o.Attempts, o.Status, o.Reason, o.Ops, o.Unique)
+			o.JobID, o.Kind, o.DocID, o.AckedAt.Format("15:04:05.000"), o.Attempts, o.Status, o.Reason, o.Written, o.Distinct)
 		if o.Err != nil {
 			fmt.Fprintf(&b, " [%v]", o.Err)
 		}
