@@ -25,10 +25,7 @@ import (
 // submits a document over HTTP, waits for it to be READ_READY, and stops
 // the process with SIGTERM, which must end it cleanly.
 func TestDevEndToEnd(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "doclog")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := buildDoclog(t)
 
 	dataDir := filepath.Join(t.TempDir(), "data")
 	// Analytics join through CLICKHOUSE_URL, into a database of the test's.

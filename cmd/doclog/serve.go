@@ -34,7 +34,7 @@ func newServeCmd(out io.Writer) *cobra.Command {
 			}
 			return a.Run(cmd.Context(), func() {
 				logger.Info("doclog serving", zap.Strings("roles", s.Roles), zap.String("ops", a.Addr("ops")),
-					zap.String("ingest", a.Addr(app.RoleIngest)))
+					zap.String("ingest", a.Addr(app.RoleIngest)), zap.String("readstore", a.Addr(app.RoleReadstore)))
 			})
 		},
 	}

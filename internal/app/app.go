@@ -297,7 +297,7 @@ func (a *App) buildExecutor() error {
 	if err != nil {
 		return err
 	}
-	a.health.AddCheck("executor", func(context.Context) error { return ex.Ready() })
+	a.health.AddCheck("executor", func(context.Context) error { return safeUnavailable(ex.Ready()) })
 	a.add(component{
 		name: RoleExecutor,
 		run:  ex.Run,
@@ -546,6 +546,16 @@ func (a *App) await(ctx context.Context, startup *telemetry.Gate) error {
 		return err
 	}
 	return nil
+}
+
+// safeUnavailable keeps the executor's report of an outage but gives the
+// dependency's error by its reason alone, as safeCheck does.
+func safeUnavailable(err error) error {
+	var ue *executor.UnavailableError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("a dependency is unavailable since %s: %s", ue.Since.UTC().Format(time.RFC3339), depwait.Reason(ue.Err))
+	}
+	return err
 }
 
 // safeCheck reports a dependency's failure by depwait.Reason alone: /readyz
