@@ -514,6 +514,10 @@ func (a *App) await(ctx context.Context, startup *telemetry.Gate) error {
 	var mu sync.Mutex
 	waiting := map[string]bool{}
 	report := func() {
+		if len(waiting) == 0 {
+			startup.Fail(errors.New("starting the components"))
+			return
+		}
 		names := slices.Sorted(maps.Keys(waiting))
 		startup.Fail(fmt.Errorf("starting: waiting for %s", strings.Join(names, ", ")))
 	}
@@ -542,10 +546,7 @@ func (a *App) await(ctx context.Context, startup *telemetry.Gate) error {
 		})
 	}
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
+	return context.Cause(ctx)
 }
 
 // safeUnavailable keeps the executor's report of an outage but gives the
