@@ -2,9 +2,6 @@ package executor_test
 
 import (
 	"errors"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,8 +20,8 @@ import (
 // scripts/kafka.sh), so stopping it disturbs no other test.
 func TestBrokerRestart(t *testing.T) {
 	t.Parallel()
-	broker := startBroker(t)
-	b := setupOn(t, testenv.PostgresSchema(t), testenv.KafkaAt(t, []string{broker.seeds}), 4)
+	broker := testenv.StartKafkaNode(t)
+	b := setupOn(t, testenv.PostgresSchema(t), testenv.KafkaAt(t, broker.Seeds), 4)
 
 	var (
 		once     sync.Once
@@ -52,13 +49,13 @@ func TestBrokerRestart(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the member appended nothing")
 	}
-	broker.stop()
+	broker.Stop()
 	close(resume) // the batch's announcement now meets a stopped broker
 	waitFor(t, 30*time.Second, "the member reports the outage", func() bool {
 		var ue *executor.UnavailableError
 		return errors.As(m.e.Ready(), &ue)
 	})
-	broker.restart()
+	broker.Start()
 
 	b.submit(all[half:]...)
 	b.requireAllApplied(all, perDocJobs, docs, 90*time.Second)
@@ -68,40 +65,4 @@ func TestBrokerRestart(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the member is ready again", func() bool { return m.e.Ready() == nil })
 	b.requireNoDeadLetters()
-}
-
-// kafkaNode is a broker of the test's own, run by scripts/kafka.sh, so the
-// test can stop and restart it; a restart keeps its storage and its port.
-type kafkaNode struct {
-	t      *testing.T
-	script string
-	dir    string
-	seeds  string
-}
-
-func startBroker(t *testing.T) *kafkaNode {
-	t.Helper()
-	n := &kafkaNode{t: t, script: filepath.Join(repoRoot(t), "scripts", "kafka.sh"), dir: filepath.Join(t.TempDir(), "kafka")}
-	out, err := exec.Command(n.script, "start", n.dir).Output()
-	require.NoError(t, err, "scripts/kafka.sh start")
-	for _, line := range strings.Split(string(out), "\n") {
-		if s, ok := strings.CutPrefix(line, testenv.EnvKafkaSeeds+"="); ok {
-			n.seeds = s
-		}
-	}
-	require.NotEmpty(t, n.seeds, "scripts/kafka.sh start printed no seeds: %s", out)
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (n *kafkaNode) stop() {
-	if out, err := exec.Command(n.script, "stop", n.dir).CombinedOutput(); err != nil {
-		n.t.Errorf("scripts/kafka.sh stop: %v: %s", err, out)
-	}
-}
-
-func (n *kafkaNode) restart() {
-	n.t.Helper()
-	out, err := exec.Command(n.script, "restart", n.dir).CombinedOutput()
-	require.NoError(n.t, err, "scripts/kafka.sh restart: %s", out)
 }
