@@ -46,6 +46,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentOverlappingAppends", testConcurrentOverlappingAppends},
 		{"TailPagesEverything", testTailPagesEverything},
 		{"TailWaitsForOpenTransaction", testTailWaitsForOpenTransaction},
+		{"TailSkipsNothingUnderLoad", testTailSkipsNothingUnderLoad},
 		{"StreamLatestTimestamp", testStreamLatestTimestamp},
 		{"Revisions", testRevisions},
 		{"Heads", testHeads},

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,9 +44,11 @@ func newPool(t testing.TB, migrate bool) *pgxpool.Pool {
 
 // TestConformance runs the log's conformance suite against both ways a
 // batch is written: the one-round-trip guarded insert and the copy path
-// (copy.go), each forced for every batch.
+// (copy.go), each forced for every batch, while other work keeps the
+// cluster busy (clusterLoad).
 func TestConformance(t *testing.T) {
 	t.Parallel()
+	clusterLoad(t, nil)
 	for _, c := range []struct {
 		name      string
 		threshold int
@@ -61,12 +65,33 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// holdTransaction writes op in a transaction left open until commit is called.
+// holdModes are the ways holdTransaction opens the transaction before its
+// row: a transaction's id is assigned by its first write of any kind, which
+// can come well before its row of the log, and a row written under a
+// savepoint carries a subtransaction's id as its xmin beside the top-level
+// id in txid.
+var holdModes = []string{
+	"",
+	`SELECT pg_current_xact_id()`,
+	`CREATE TEMP TABLE hold_scratch (n int) ON COMMIT DROP; INSERT INTO hold_scratch VALUES (1)`,
+	`SAVEPOINT before_row`,
+	`SAVEPOINT undone; CREATE TEMP TABLE hold_undone (n int); ROLLBACK TO SAVEPOINT undone; SAVEPOINT before_row`,
+}
+
+var holdCalls atomic.Int64
+
+// holdTransaction writes op in a transaction left open until commit is
+// called, opening it each time in the next of holdModes.
 func holdTransaction(t *testing.T, s oplog.Store, op oplog.Operation) func() {
 	pool := s.(*postgres.Store).Pool()
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
+	mode := holdModes[holdCalls.Add(1)%int64(len(holdModes))]
+	if mode != "" {
+		_, err = tx.Exec(ctx, mode)
+		require.NoError(t, err)
+	}
 	action, err := json.Marshal(op.Action)
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `INSERT INTO operations (document_id, scope, branch, idx, skip, op_id, job_id,
@@ -74,6 +99,10 @@ func holdTransaction(t *testing.T, s oplog.Store, op oplog.Operation) func() {
 		op.DocumentID, op.Scope, op.Branch, op.Index, op.Skip, op.OpID, op.JobID, op.DocumentType, op.Version,
 		op.Hash, op.TimestampUtcMs, op.Action.ID, string(action))
 	require.NoError(t, err)
+	if strings.HasSuffix(mode, "before_row") {
+		_, err = tx.Exec(ctx, `RELEASE SAVEPOINT before_row`)
+		require.NoError(t, err)
+	}
 	var once sync.Once
 	commit := func() { once.Do(func() { require.NoError(t, tx.Commit(ctx)) }) }
 	t.Cleanup(commit)
