@@ -38,14 +38,17 @@ stop_run() {
 	scripts/clickhouse.sh stop "$dir/clickhouse" >/dev/null 2>&1 || true
 }
 
+# cleanup keeps the script's own exit status: its last test would be it.
 cleanup() {
+	local rc=$?
 	if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
 		kill -INT "$child" 2>/dev/null || true
 		wait "$child" 2>/dev/null || true
 	fi
 	for d in "$work"/seed-*; do
-		[ -d "$d" ] && stop_run "$d"
+		if [ -d "$d" ]; then stop_run "$d"; fi
 	done
+	exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

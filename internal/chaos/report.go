@@ -19,18 +19,20 @@ type Report struct {
 	Retried int // acknowledged jobs that took more than one attempt
 	// TopicRecords are the job records on the jobs topic; TopicDupJobs the
 	// job ids with more than one.
-	TopicRecords, TopicDupJobs int
-	Settled                    int
-	FailedBy                   map[string]int // FAILED jobs by the first error's name
-	Lost                       []Outcome      // acknowledged, with no final status
-	Duplicated                 []Outcome      // applied more than once
-	Mismatched                 []Outcome      // status and log disagree
-	Unexpected                 map[string]int // a deposit that failed, a withdrawal that did not, by kind and status
-	Verify                     VerifyResult
-	Drained                    bool
-	Drain                      time.Duration // from the end of the last fault until every acknowledged job had a result
-	DrainLimit                 time.Duration
-	Dir                        string // where the logs are
+	TopicRecords int
+	TopicDupJobs int
+	Settled      int
+	FailedBy     map[string]int // FAILED jobs by the first error's name
+	Lost         []Outcome      // acknowledged, with no final status
+	Duplicated   []Outcome      // applied more than once
+	Mismatched   []Outcome      // status and log disagree
+	Unexpected   map[string]int // a deposit that failed, a withdrawal that did not, by kind and status
+	Verify       VerifyResult
+	Balances     Balances
+	Drained      bool
+	Drain        time.Duration // from the end of the last fault until every acknowledged job had a result
+	DrainLimit   time.Duration
+	Dir          string // where the logs are
 }
 
 // NewReport tallies the outcomes.
@@ -71,6 +73,9 @@ func (r *Report) Failures() []string {
 	}
 	if n := len(r.Mismatched); n > 0 {
 		f = append(f, fmt.Sprintf("%d job(s) whose status and operations disagree", n))
+	}
+	if n := len(r.Balances.Off); n > 0 {
+		f = append(f, fmt.Sprintf("%d document(s) whose balance is not the sum of their deposits", n))
 	}
 	if !r.Verify.Ran {
 		f = append(f, "verify did not run to the end: "+r.Verify.Why)
@@ -121,6 +126,14 @@ func (r *Report) Print(w io.Writer) {
 		}
 	} else {
 		fmt.Fprintf(w, "divergent:   unknown (%s)\n", r.Verify.Why)
+	}
+	floor := ""
+	if !r.Balances.Exact {
+		floor = ", as floors: some submits were abandoned"
+	}
+	fmt.Fprintf(w, "balances:    %d documents read back, %d off%s\n", r.Balances.Checked, len(r.Balances.Off), floor)
+	for _, s := range r.Balances.Off[:min(len(r.Balances.Off), 5)] {
+		fmt.Fprintf(w, "             %s\n", s)
 	}
 	drain := r.Drain.Round(time.Millisecond).String()
 	if !r.Drained {

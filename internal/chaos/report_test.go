@@ -56,4 +56,7 @@ func TestReportPassesOnlyWhenEverythingHolds(t *testing.T) {
 	assert.Equal(t, []string{"verify did not run to the end: this doclogctl has no verify command"}, r.Failures())
 	r.Verify = VerifyResult{Ran: true, Findings: 4}
 	assert.Equal(t, []string{"4 divergent row(s) found by verify"}, r.Failures())
+	r.Verify = VerifyResult{Ran: true}
+	r.Balances.Off = []string{"d: balance 7, the succeeded deposits sum to 5"}
+	assert.Equal(t, []string{"1 document(s) whose balance is not the sum of their deposits"}, r.Failures())
 }

@@ -29,7 +29,11 @@ type Config struct {
 	VerifyWait         time.Duration // how long verify lets the projections catch up
 	Dir                string        // logs, binaries and the services' data; "" for a temporary one
 	ClickHouseAddr     string        // a running server to use; "" to start one
-	Logf               func(string, ...any)
+	// Source is the checkout doclog is built from, "" for this one: a
+	// worktree of an older commit shows what the run finds there. doclogctl
+	// always comes from this checkout, for its verify.
+	Source string
+	Logf   func(string, ...any)
 }
 
 // Run starts the services and the fleet, runs the load and the faults, then
@@ -53,7 +57,11 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, fmt.Errorf("making the run directory: %w", err)
 	}
 	logf("run directory %s", dir)
-	doclog, doclogctl, err := build(ctx, root, dir, logf)
+	src := c.Source
+	if src == "" {
+		src = root
+	}
+	doclog, doclogctl, err := build(ctx, src, root, dir, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +169,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	logf("running doclogctl verify")
 	v := Verify(ctx, doclogctl, svc.DatabaseURL, chURL, c.VerifyWait)
 
+	st := load.Stats()
+	bal := CheckBalances(ctx, "http://"+members[len(members)-1].APIAddr, outcomes, st.Abandoned == 0)
+
 	r := NewReport(c.Seed, outcomes)
-	r.Load, r.Faults, r.Verify, r.Dir = load.Stats(), injected, v, dir
+	r.Balances = bal
+	r.Load, r.Faults, r.Verify, r.Dir = st, injected, v, dir
 	r.Drained, r.Drain, r.DrainLimit = len(left) == 0, max(0, settledAt.Sub(lastFault)), c.DrainLimit
 	r.Exits = fleet.Exits()
 	r.TopicRecords, r.TopicDupJobs = records, dupJobs
@@ -171,22 +183,22 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 
 // build compiles doclog and doclogctl once for the whole run. A doclogctl
 // that does not build leaves the run without verify, which the report says.
-func build(ctx context.Context, root, dir string, logf func(string, ...any)) (doclog, doclogctl string, err error) {
+func build(ctx context.Context, src, root, dir string, logf func(string, ...any)) (doclog, doclogctl string, err error) {
 	bin := filepath.Join(dir, "bin")
 	doclog, doclogctl = filepath.Join(bin, "doclog"), filepath.Join(bin, "doclogctl")
 	logf("building doclog and doclogctl")
-	goBuild := func(out, pkg string) error {
+	goBuild := func(in, out, pkg string) error {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-		cmd.Dir = root
+		cmd.Dir = in
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %w: %s", pkg, err, b)
 		}
 		return nil
 	}
-	if err := goBuild(doclog, "./cmd/doclog"); err != nil {
+	if err := goBuild(src, doclog, "./cmd/doclog"); err != nil {
 		return "", "", err
 	}
-	if err := goBuild(doclogctl, "./cmd/doclogctl"); err != nil {
+	if err := goBuild(root, doclogctl, "./cmd/doclogctl"); err != nil {
 		logf("doclogctl does not build, so verify cannot run: %v", err)
 		doclogctl = ""
 	}

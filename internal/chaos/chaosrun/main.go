@@ -28,6 +28,7 @@ func main() {
 	flag.DurationVar(&c.VerifyWait, "verify-wait", time.Minute, "how long doclogctl verify lets the projections catch up")
 	flag.StringVar(&c.Dir, "dir", "", "directory of the run's logs, binaries and data (default: a new temporary one, kept)")
 	flag.StringVar(&c.ClickHouseAddr, "clickhouse-addr", "", "a running ClickHouse to use (native protocol host:port); default: start one")
+	flag.StringVar(&c.Source, "src", "", "build doclog from this checkout (e.g. a git worktree of an older commit) instead of this one")
 	flag.Parse()
 	switch *profile {
 	case "full":
