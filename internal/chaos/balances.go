@@ -31,35 +31,25 @@ func CheckBalances(ctx context.Context, readstoreURL string, outcomes []Outcome,
 			want[o.DocID] += o.Amount
 		}
 	}
-	res := Balances{Exact: exact}
-	client := &http.Client{Timeout: 10 * time.Second}
-	docs := make(chan string)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for doc := range docs {
-				got, err := balance(ctx, client, readstoreURL, doc)
-				mu.Lock()
-				res.Checked++
-				w := want[doc]
-				switch {
-				case err != nil:
-					res.Off = append(res.Off, fmt.Sprintf("%s: %v", doc, err))
-				case got < w || (exact && got != w):
-					res.Off = append(res.Off, fmt.Sprintf("%s: balance %d, the succeeded deposits sum to %d", doc, got, w))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+	docs := make([]string, 0, len(want))
 	for doc := range want {
-		docs <- doc
+		docs = append(docs, doc)
 	}
-	close(docs)
-	wg.Wait()
+	res := Balances{Exact: exact, Checked: len(docs)}
+	client := &http.Client{Timeout: 10 * time.Second}
+	var mu sync.Mutex
+	parallel(16, len(docs), func(i int) {
+		doc := docs[i]
+		got, err := balance(ctx, client, readstoreURL, doc)
+		mu.Lock()
+		defer mu.Unlock()
+		switch w := want[doc]; {
+		case err != nil:
+			res.Off = append(res.Off, fmt.Sprintf("%s: %v", doc, err))
+		case got < w || (exact && got != w):
+			res.Off = append(res.Off, fmt.Sprintf("%s: balance %d, the succeeded deposits sum to %d", doc, got, w))
+		}
+	})
 	return res
 }
 

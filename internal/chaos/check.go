@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,22 +57,9 @@ func CheckLedger(ctx context.Context, ingestURL string, pool *pgxpool.Pool, entr
 		out[i].Entry = e
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
-	idx := make(chan int)
-	var wg sync.WaitGroup
-	for range 48 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range idx {
-				out[i].Status, out[i].Reason, out[i].Err = jobStatus(ctx, client, ingestURL, out[i].JobID)
-			}
-		}()
-	}
-	for i := range out {
-		idx <- i
-	}
-	close(idx)
-	wg.Wait()
+	parallel(48, len(out), func(i int) {
+		out[i].Status, out[i].Reason, out[i].Err = jobStatus(ctx, client, ingestURL, out[i].JobID)
+	})
 	if err := countOps(ctx, pool, out); err != nil {
 		return out, err
 	}
