@@ -10,27 +10,35 @@ import (
 
 // Drain waits until every job in the ledger has a result row, polling the
 // jobs table in bulk (a status request per job per poll would load the very
-// ingest being measured). It returns when the last one appeared, or the time
-// of the deadline with the ids still missing.
-func Drain(ctx context.Context, pool *pgxpool.Pool, entries []Entry, deadline time.Time) (time.Time, []string) {
+// ingest being measured). It returns when the last one appeared with the ids
+// that appeared in that last poll (none if the first found them all), or the time of the deadline with the ids
+// still missing.
+func Drain(ctx context.Context, pool *pgxpool.Pool, entries []Entry, deadline time.Time) (at time.Time, last, left []string) {
 	pending := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		pending[e.JobID] = true
 	}
-	for {
+	for poll := 0; ; poll++ {
+		before := make([]string, 0, len(pending))
+		for id := range pending {
+			before = append(before, id)
+		}
 		if err := removeSettled(ctx, pool, pending); err == nil && len(pending) == 0 {
-			return time.Now(), nil
+			if poll == 0 {
+				// Settled before the drain began: none came last.
+				before = nil
+			}
+			return time.Now(), before, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
 		_ = sleep(ctx, 100*time.Millisecond)
 	}
-	var left []string
 	for id := range pending {
 		left = append(left, id)
 	}
-	return deadline, left
+	return deadline, nil, left
 }
 
 func removeSettled(ctx context.Context, pool *pgxpool.Pool, pending map[string]bool) error {

@@ -32,7 +32,9 @@ type Report struct {
 	Drained      bool
 	Drain        time.Duration // from the end of the last fault until every acknowledged job had a result
 	DrainLimit   time.Duration
-	Dir          string // where the logs are
+	LastFault    time.Time
+	LastSettled  []Entry // the jobs whose results came last
+	Dir          string  // where the logs are
 }
 
 // NewReport tallies the outcomes.
@@ -140,6 +142,13 @@ func (r *Report) Print(w io.Writer) {
 		drain = "not drained after " + drain
 	}
 	fmt.Fprintf(w, "drain:       %s after the last fault (limit %s)\n", drain, r.DrainLimit)
+	if n := len(r.LastSettled); n > 0 {
+		fmt.Fprintf(w, "             the last fault was over at %s; %d job(s) settled last, e.g.", r.LastFault.Format("15:04:05.000"), n)
+		for _, e := range r.LastSettled[:min(n, 3)] {
+			fmt.Fprintf(w, " %s (%s, acked at %+.1fs, %d attempts)", e.JobID, e.Kind, e.AckedAt.Sub(r.LastFault).Seconds(), e.Attempts)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "exits:       %d unexpected\n", len(r.Exits))
 	for _, e := range r.Exits {
 		fmt.Fprintf(w, "  %s %s (%s); its log ended:\n%s\n", e.At.Format("15:04:05.000"), e.Member, e.Status, indent(e.Tail))

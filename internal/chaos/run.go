@@ -156,7 +156,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	entries := ledger.Entries()
 	logf("load stopped: %d jobs acknowledged; waiting for their results", len(entries))
 
-	settledAt, left := Drain(ctx, pool, entries, lastFault.Add(c.Settle))
+	settledAt, last, left := Drain(ctx, pool, entries, lastFault.Add(c.Settle))
 	logf("drain: %s after the last fault, %d without a result", settledAt.Sub(lastFault).Round(time.Millisecond), len(left))
 	outcomes, err := CheckLedger(ctx, ingestURL, pool, entries)
 	if err != nil {
@@ -177,8 +177,24 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	r.Load, r.Faults, r.Verify, r.Dir = st, injected, v, dir
 	r.Drained, r.Drain, r.DrainLimit = len(left) == 0, max(0, settledAt.Sub(lastFault)), c.DrainLimit
 	r.Exits = fleet.Exits()
+	r.LastFault, r.LastSettled = lastFault, lastSettled(entries, last)
 	r.TopicRecords, r.TopicDupJobs = records, dupJobs
 	return r, nil
+}
+
+// lastSettled picks the entries of the jobs that settled last.
+func lastSettled(entries []Entry, ids []string) []Entry {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var out []Entry
+	for _, e := range entries {
+		if want[e.JobID] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // build compiles doclog and doclogctl once for the whole run. A doclogctl
