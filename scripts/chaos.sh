@@ -23,6 +23,7 @@ profile=${CHAOS_PROFILE:-full}
 work=$(mktemp -d "${TMPDIR:-/tmp}/doclog-chaos.XXXXXX")
 chmod 755 "$work"
 child=
+summarised=
 
 # stop_run ends whatever a run in DIR left: member process groups first, then
 # the services (each script is a no-op when its service is not running).
@@ -48,6 +49,7 @@ cleanup() {
 	for d in "$work"/seed-*; do
 		if [ -d "$d" ]; then stop_run "$d"; fi
 	done
+	if [ "$rc" != 0 ] && [ -z "$summarised" ] && [ -d "$work" ]; then echo "logs kept in $work" >&2; fi
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -78,6 +80,7 @@ for seed in $seeds; do
 	rm -rf "$dir/kafka/data" "$dir/pg/data" "$dir/clickhouse/data" "$dir/bin"
 done
 
+summarised=1
 echo
 echo "== summary"
 for seed in $seeds; do
