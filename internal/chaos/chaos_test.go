@@ -20,7 +20,7 @@ import (
 // TEST_CLICKHOUSE_ADDR is set.
 func TestShortChaos(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the chaos run takes two minutes; -short skips it")
+		t.Skip("short mode: the chaos run takes two minutes")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
