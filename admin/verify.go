@@ -215,7 +215,7 @@ func newVerifier(cfg VerifyConfig) (*verifier, error) {
 
 func (v *verifier) run(ctx context.Context) (*VerifyReport, error) {
 	var err error
-	if v.oldestJob, err = oldestJobResult(ctx, v.cfg.Store); err != nil {
+	if v.oldestJob, err = v.cfg.Store.OldestJobResult(ctx); err != nil {
 		return v.stopped(ctx, err)
 	}
 	if err := v.walk(ctx); err != nil {

@@ -47,7 +47,7 @@ func (v *verifier) checkJobsOf(ctx context.Context, documentID string, ops []opl
 func (v *verifier) checkUnseenJobs(ctx context.Context) error {
 	after := ""
 	for {
-		ids, err := listJobIDs(ctx, v.cfg.Store, after, jobResultBatch)
+		ids, err := v.cfg.Store.JobIDs(ctx, after, jobResultBatch)
 		if err != nil {
 			return fmt.Errorf("verifying job results: %w", err)
 		}
