@@ -75,8 +75,8 @@ func TestOptionsTLSAndSASL(t *testing.T) {
 		}
 		opts, err := c.Options(nil)
 		require.NoError(t, err, mech)
-		// seeds, client id, dial timeout, tls, sasl
-		require.Len(t, opts, 5, mech)
+		// seeds, client id, dial timeout, retry backoff, tls, sasl
+		require.Len(t, opts, 6, mech)
 		cl, err := kgo.NewClient(opts...)
 		require.NoError(t, err)
 		require.Equal(t, []string{"doclog"}, []string{cl.OptValue(kgo.ClientID).(string)})
