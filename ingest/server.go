@@ -12,6 +12,8 @@ func NewServer(cfg Config, deps Deps) (*httpapi.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := httpapi.ServerConfig{Name: "ingest", Addr: h.cfg.Addr, ReadHeaderTimeout: h.cfg.ReadHeaderTimeout, ShutdownTimeout: h.cfg.ShutdownTimeout}
+	sc := httpapi.ServerConfig{Name: "ingest", Addr: h.cfg.Addr, ReadHeaderTimeout: h.cfg.ReadHeaderTimeout,
+		// Long polls and consistency waits are held open up to MaxWait.
+		WriteTimeout: h.cfg.MaxWait + httpapi.WaitMargin, ShutdownTimeout: h.cfg.ShutdownTimeout}
 	return httpapi.NewServer(sc, h, h.Close, h.logger), nil
 }

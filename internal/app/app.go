@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -436,7 +435,7 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 	}
 	a.listening("ops", ln.Addr())
 	a.logger.Info("operator endpoints listening", zap.String("addr", ln.Addr().String()))
-	ops := &http.Server{Handler: telemetry.NewMux(a.health, a.metrics), ReadHeaderTimeout: 10 * time.Second}
+	ops := httpapi.NewHTTPServer(httpapi.ServerConfig{ReadHeaderTimeout: 10 * time.Second}, telemetry.NewMux(a.health, a.metrics), a.logger)
 	go func() { _ = ops.Serve(ln) }()
 
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -12,7 +12,26 @@ import (
 	"go.uber.org/zap"
 )
 
-// ServerConfig configures a Server.
+// Defaults of ServerConfig's connection bounds.
+const (
+	// DefaultReadTimeout bounds reading a whole request, body included: a
+	// body that trickles in must not hold a connection and its goroutine
+	// for ever (net/http reads the body before a handler's 401 goes out).
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds a request from the end of its headers to
+	// the end of its answer. An API that holds requests open (long polls,
+	// consistency waits) sets it above its longest wait.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection that carries no
+	// request for this long.
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultMaxHeaderBytes bounds a request's headers (net/http's own
+	// default is 1 MiB; doclog's requests carry a bearer token and a few
+	// short headers).
+	DefaultMaxHeaderBytes = 64 << 10
+)
+
+// ServerConfig configures a Server. Zero bounds take their defaults.
 type ServerConfig struct {
 	// Name names the API in errors and logs ("ingest", "read store").
 	Name string
@@ -20,8 +39,56 @@ type ServerConfig struct {
 	Addr string
 	// ReadHeaderTimeout bounds reading a request's headers.
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout, WriteTimeout, IdleTimeout and MaxHeaderBytes bound a
+	// connection as net/http's Server fields of those names do. Defaults
+	// DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout,
+	// DefaultMaxHeaderBytes.
+	ReadTimeout    time.Duration
+	WriteTimeout   time.Duration
+	IdleTimeout    time.Duration
+	MaxHeaderBytes int
 	// ShutdownTimeout bounds a graceful Stop whose context has no deadline.
 	ShutdownTimeout time.Duration
+}
+
+// WithDefaults returns a copy with every unset bound at its default.
+func (c ServerConfig) WithDefaults() ServerConfig {
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	return c
+}
+
+// WaitMargin is what an API that holds requests open adds to its longest
+// wait for WriteTimeout: the time to answer once the wait ends.
+const WaitMargin = 15 * time.Second
+
+// NewHTTPServer is an http.Server of handler with the configuration's
+// bounds, for the servers that do not need Server's lifecycle (the
+// operator endpoints).
+func NewHTTPServer(cfg ServerConfig, handler http.Handler, logger *zap.Logger) *http.Server {
+	cfg = cfg.WithDefaults()
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(logger.Named("http")),
+	}
 }
 
 // Server serves a handler with a start/stop lifecycle.
@@ -64,11 +131,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.ln = ln
-	s.srv = &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		ErrorLog:          zap.NewStdLog(s.logger.Named("http")),
-	}
+	s.srv = NewHTTPServer(s.cfg, s.handler, s.logger)
 	s.served = make(chan error, 1)
 	go func() {
 		err := s.srv.Serve(ln)
