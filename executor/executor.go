@@ -29,7 +29,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,6 +41,7 @@ import (
 
 	"github.com/doclog/doclog/executor/cache"
 	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/internal/backoff"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/record"
@@ -415,12 +415,7 @@ func (e *Executor) clock(now time.Time) time.Duration {
 // backoff is the exponential delay before retry n (1-based), with jitter so
 // that members do not retry in step.
 func (e *Executor) backoff(n int) time.Duration {
-	d := e.cfg.RetryBaseDelay
-	for i := 1; i < n && d < e.cfg.RetryMaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, e.cfg.RetryMaxDelay)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Exponential(e.cfg.RetryBaseDelay, e.cfg.RetryMaxDelay, n)
 }
 
 // enterOutage records that a dependency is unavailable: fetching pauses,

@@ -13,7 +13,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"strings"
@@ -24,6 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/twmb/franz-go/plugin/kzap"
 	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/internal/backoff"
 )
 
 // Defaults applied by Config.WithDefaults.
@@ -228,12 +229,7 @@ const maxRetryBackoff = time.Second
 // retryBackoff is a jittered exponential backoff from 100ms to
 // maxRetryBackoff, by the number of consecutive failures (from 1).
 func retryBackoff(fails int) time.Duration {
-	d := 100 * time.Millisecond
-	for i := 1; i < fails && d < maxRetryBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, maxRetryBackoff)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Exponential(100*time.Millisecond, maxRetryBackoff, fails)
 }
 
 // NewClient builds a client from the configuration plus a role's own options.
