@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -49,6 +50,10 @@ type ServerConfig struct {
 	MaxHeaderBytes int
 	// ShutdownTimeout bounds a graceful Stop whose context has no deadline.
 	ShutdownTimeout time.Duration
+	// TLS, if not nil, makes the server serve HTTPS only, with this
+	// configuration (see internal/certfile for one read from files).
+	// Default nil: plain HTTP.
+	TLS *tls.Config
 }
 
 // WithDefaults returns a copy with every unset bound at its default.
@@ -88,7 +93,19 @@ func NewHTTPServer(cfg ServerConfig, handler http.Handler, logger *zap.Logger) *
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(logger.Named("http")),
+		// A clone: ServeTLS adds the HTTP/2 protocol to the config it is
+		// given, and one config may serve several servers.
+		TLSConfig: cfg.TLS.Clone(),
 	}
+}
+
+// Serve serves srv on ln, over TLS when srv has a TLS configuration (as
+// NewHTTPServer gives it from ServerConfig.TLS).
+func Serve(srv *http.Server, ln net.Listener) error {
+	if srv.TLSConfig != nil {
+		return srv.ServeTLS(ln, "", "")
+	}
+	return srv.Serve(ln)
 }
 
 // Server serves a handler with a start/stop lifecycle.
@@ -134,13 +151,13 @@ func (s *Server) Start(ctx context.Context) error {
 	s.srv = NewHTTPServer(s.cfg, s.handler, s.logger)
 	s.served = make(chan error, 1)
 	go func() {
-		err := s.srv.Serve(ln)
+		err := Serve(s.srv, ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
 		s.served <- err
 	}()
-	s.logger.Info(s.cfg.Name+" listening", zap.String("addr", ln.Addr().String()))
+	s.logger.Info(s.cfg.Name+" listening", zap.String("addr", ln.Addr().String()), zap.Bool("tls", s.cfg.TLS != nil))
 	return nil
 }
 
