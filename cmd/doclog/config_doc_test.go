@@ -12,7 +12,8 @@ import (
 )
 
 // TestConfigurationDocumented keeps docs/configuration.md in step with the
-// flags: every flag of serve and its variable appear in it.
+// flags: every flag of serve and its variable appear in it, and a secret's
+// _FILE variable too.
 func TestConfigurationDocumented(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/configuration.md")
 	require.NoError(t, err)
@@ -20,5 +21,8 @@ func TestConfigurationDocumented(t *testing.T) {
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		require.True(t, bytes.Contains(doc, []byte("`--"+f.Name+"`")), "docs/configuration.md lacks --%s", f.Name)
 		require.True(t, bytes.Contains(doc, []byte(config.EnvName(f.Name))), "docs/configuration.md lacks %s", config.EnvName(f.Name))
+		if config.IsSecret(f) {
+			require.True(t, bytes.Contains(doc, []byte("`"+config.FileEnvName(f.Name)+"`")), "docs/configuration.md lacks %s", config.FileEnvName(f.Name))
+		}
 	})
 }

@@ -12,18 +12,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/doclog/doclog/admin"
+	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/log/postgres"
 )
 
-// databaseURL resolves the Postgres URL: the flag, then DOCLOG_DATABASE_URL,
-// then DATABASE_URL.
-func databaseURL(flag string) (string, error) {
-	for _, v := range []string{flag, os.Getenv("DOCLOG_DATABASE_URL"), os.Getenv("DATABASE_URL")} {
+// databaseURL resolves the Postgres URL: the flag, then DOCLOG_DATABASE_URL
+// or the file DOCLOG_DATABASE_URL_FILE names, then DATABASE_URL.
+func databaseURL(cmd *cobra.Command, flag *string) (string, error) {
+	if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
+		return "", err
+	}
+	for _, v := range []string{*flag, os.Getenv("DATABASE_URL")} {
 		if v != "" {
 			return v, nil
 		}
 	}
-	return "", errors.New("no database: set --database-url, DOCLOG_DATABASE_URL or DATABASE_URL")
+	return "", errors.New("no database: set --database-url, DOCLOG_DATABASE_URL, DOCLOG_DATABASE_URL_FILE or DATABASE_URL")
 }
 
 func newRootCmd(out io.Writer) *cobra.Command {
@@ -34,13 +38,14 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		SilenceErrors: true,
 	}
 	var dbURL string
-	root.PersistentFlags().StringVar(&dbURL, "database-url", "", "Postgres URL (default from DOCLOG_DATABASE_URL or DATABASE_URL)")
+	root.PersistentFlags().StringVar(&dbURL, "database-url", "", "Postgres URL (default from DOCLOG_DATABASE_URL, the file DOCLOG_DATABASE_URL_FILE names, or DATABASE_URL)")
+	config.MarkSecret(root.PersistentFlags(), "database-url")
 
 	migrate := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending schema migrations (safe to run from many processes at once)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), dbURL, func(ctx context.Context, store *postgres.Store) error {
+			return withStore(cmd, &dbURL, func(ctx context.Context, store *postgres.Store) error {
 				n, err := admin.MigrateAll(ctx, store)
 				if err != nil {
 					return err
@@ -54,7 +59,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		Use:   "status",
 		Short: "List migrations and whether each is applied",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), dbURL, func(ctx context.Context, store *postgres.Store) error {
+			return withStore(cmd, &dbURL, func(ctx context.Context, store *postgres.Store) error {
 				return printStatus(ctx, out, store)
 			})
 		},
@@ -63,12 +68,12 @@ func newRootCmd(out io.Writer) *cobra.Command {
 	return root
 }
 
-func withStore(ctx context.Context, flag string, fn func(context.Context, *postgres.Store) error) error {
-	url, err := databaseURL(flag)
+func withStore(cmd *cobra.Command, flag *string, fn func(context.Context, *postgres.Store) error) error {
+	url, err := databaseURL(cmd, flag)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 	defer cancel()
 	store, err := postgres.Open(ctx, url)
 	if err != nil {

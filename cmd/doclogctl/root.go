@@ -95,6 +95,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	pf.StringVar(&g.topicPrefix, "topics-prefix", "", "prefix of doclog's topic names")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&g.timeout, "timeout", 2*time.Minute, "bound on the whole command")
+	config.MarkSecret(pf, "database-url")
 	config.AnnotateUsage(pf)
 
 	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g), newVerifyCmd(g))
@@ -104,7 +105,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 // store opens the operation log.
 func (g *globals) store(ctx context.Context) (*postgres.Store, error) {
 	if g.databaseURL == "" {
-		return nil, usagef("no database: set --database-url, DOCLOG_DATABASE_URL or DATABASE_URL")
+		return nil, usagef("no database: set --database-url, DOCLOG_DATABASE_URL, DOCLOG_DATABASE_URL_FILE or DATABASE_URL")
 	}
 	return postgres.Open(ctx, g.databaseURL)
 }
