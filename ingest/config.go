@@ -36,11 +36,15 @@ type Config struct {
 	// JobsTopic is the topic jobs are produced to, prefix included.
 	// Default "doclog.jobs".
 	JobsTopic string
-	// BearerTokens are the tokens a client may present in
-	// "Authorization: Bearer <token>"; any of them is accepted, so tokens
-	// can be rotated without downtime. Empty turns authentication off, and
-	// the handler logs a warning at start-up. Default none.
+	// BearerTokens are the write tokens a client may present in
+	// "Authorization: Bearer <token>": they may call every route. Any of
+	// them is accepted, so tokens can be rotated without downtime. With no
+	// token here nor in ReadTokens authentication is off, and the handler
+	// logs a warning at start-up. Default none.
 	BearerTokens []string
+	// ReadTokens may only read: GET /v1/jobs/{id}. A read token on a route
+	// that submits is answered 403 forbidden. Default none.
+	ReadTokens []string
 	// MaxBodyBytes bounds a request body; a larger one is answered 413.
 	// Default 1 MiB, which with record.DefaultMaxSize keeps every accepted
 	// job within the broker's default message size.
@@ -125,6 +129,11 @@ func (c Config) Validate() error {
 	for i, t := range c.BearerTokens {
 		if t == "" {
 			return fmt.Errorf("ingest bearer token %d is empty; an empty token would let anyone in", i)
+		}
+	}
+	for i, t := range c.ReadTokens {
+		if t == "" {
+			return fmt.Errorf("ingest read token %d is empty; an empty token would let anyone in", i)
 		}
 	}
 	if c.MaxBodyBytes < 1 {

@@ -10,6 +10,7 @@ import (
 // (openapi.yaml): clients branch on them, so they never change once released.
 const (
 	CodeUnauthorized        = httpapi.CodeUnauthorized
+	CodeForbidden           = httpapi.CodeForbidden
 	CodeUnsupportedMedia    = "unsupported_media_type"
 	CodeBodyTooLarge        = "body_too_large"
 	CodeTooManyActions      = "too_many_actions"
@@ -24,7 +25,7 @@ const (
 	CodeJobNotFound         = "job_not_found"
 	CodeBrokerUnavailable   = "broker_unavailable"
 	CodeResultsUnavailable  = "results_unavailable"
-	CodeInternal            = "internal"
+	CodeInternal            = httpapi.CodeInternal
 )
 
 // APIError is a request the API refuses; Message names the offending field

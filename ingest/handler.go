@@ -139,15 +139,18 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		poller:    newPoller(deps.Results, cfg.PollInterval, cfg.PollBatch, logger),
 		closing:   make(chan struct{}),
 	}
-	h.bearer = httpapi.NewBearer(cfg.BearerTokens)
-	if h.bearer.Off() {
+	h.bearer = httpapi.NewBearer(cfg.ReadTokens, cfg.BearerTokens)
+	switch {
+	case h.bearer.Off():
 		logger.Warn("ingest authentication is off: no bearer tokens are configured, so anyone who reaches the API can submit jobs")
+	case !h.bearer.Writable():
+		logger.Warn("ingest has read tokens only: every submit will be answered 403 until a write token is configured")
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/jobs", h.auth(h.submitJob))
-	mux.Handle("POST /v1/documents", h.auth(h.createDocument))
-	mux.Handle("DELETE /v1/documents/{id}", h.auth(h.deleteDocument))
-	mux.Handle("GET /v1/jobs/{id}", h.auth(h.jobStatus))
+	mux.Handle("POST /v1/jobs", h.auth(httpapi.ScopeWrite, h.submitJob))
+	mux.Handle("POST /v1/documents", h.auth(httpapi.ScopeWrite, h.createDocument))
+	mux.Handle("DELETE /v1/documents/{id}", h.auth(httpapi.ScopeWrite, h.deleteDocument))
+	mux.Handle("GET /v1/jobs/{id}", h.auth(httpapi.ScopeRead, h.jobStatus))
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
@@ -159,7 +162,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	h.served = httpapi.NewRequestMetrics(reg, "ingest").Wrap(mux)
+	h.served = httpapi.NewRequestMetrics(reg, "ingest").Wrap(httpapi.WithRequestID(mux, logger))
 	h.produced = telemetry.Reuse(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: telemetry.Namespace, Subsystem: "ingest", Name: "produce_seconds",
 		Help:    "Seconds from producing a job's record to the broker's acknowledgement (acks=all).",
@@ -190,10 +193,11 @@ func (h *Handler) isClosing() bool {
 	}
 }
 
-// auth refuses a request without a valid bearer token (httpapi.Bearer).
-func (h *Handler) auth(next http.HandlerFunc) http.Handler {
+// auth refuses a request without a valid bearer token of scope
+// (httpapi.Bearer).
+func (h *Handler) auth(scope httpapi.Scope, next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e := h.bearer.Check(r); e != nil {
+		if e := h.bearer.Check(r, scope); e != nil {
 			writeError(w, e)
 			return
 		}
@@ -217,7 +221,7 @@ func jobID(r *http.Request) (id string, keyed bool, apiErr *APIError) {
 	if !present {
 		v7, err := uuid.NewV7()
 		if err != nil {
-			return "", false, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "generate a job id: " + err.Error()}
+			return "", false, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "a job id could not be generated", Cause: err}
 		}
 		return v7.String(), false, nil
 	}
@@ -269,7 +273,7 @@ func (h *Handler) createDocument(w http.ResponseWriter, r *http.Request) {
 		} else {
 			v7, err := uuid.NewV7()
 			if err != nil {
-				h.refuse(w, r, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "generate a document id: " + err.Error()})
+				h.refuse(w, r, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "a document id could not be generated", Cause: err})
 				return
 			}
 			b.DocumentID = v7.String()
@@ -347,14 +351,17 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 	defer cancel()
 	start := time.Now()
 	if err := h.produce(ctx, rec); err != nil {
-		jl.Error("produce job", zap.Error(err), zap.Duration("elapsed", time.Since(start)))
+		jl.Error("produce job", httpapi.RequestIDField(r), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
 			writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeRecordTooLarge,
 				Message: fmt.Sprintf("the broker refused the job's record of %d bytes as too large", len(rec.Value))})
 			return
 		}
+		// The client learns that the broker is the trouble, not the
+		// client's error, whose text names the brokers' addresses: that
+		// is in the log entry above, under the request id.
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeBrokerUnavailable,
-			Message: fmt.Sprintf("the broker did not acknowledge job %s (%v); it may or may not have been accepted, so retry with the same Idempotency-Key", job.JobID, err)})
+			Message: fmt.Sprintf("the broker did not acknowledge job %s; it may or may not have been accepted, so retry with the same Idempotency-Key", job.JobID)})
 		return
 	}
 	jl.Info("job accepted", zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
@@ -392,19 +399,21 @@ func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // readyz reports ready when the handler is not shutting down and a broker
 // answers: without one no submit can succeed, so a load balancer should send
-// clients elsewhere.
+// clients elsewhere. It answers anyone, without a token, so it says ready or
+// not and nothing more; why is in the log and on the ops port's /readyz.
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if h.isClosing() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "shutting down"})
+		httpapi.WriteNotReady(w)
 		return
 	}
 	if p, ok := h.producer.(Pinger); ok {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := p.Ping(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "kafka: " + err.Error()})
+			h.logger.Warn("readiness: no broker answers", httpapi.RequestIDField(r), zap.Error(err))
+			httpapi.WriteNotReady(w)
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	httpapi.WriteReady(w)
 }

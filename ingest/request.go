@@ -69,8 +69,9 @@ func readBody(r *http.Request, limit int64) ([]byte, *APIError) {
 		if errors.As(err, &mbe) {
 			return nil, tooLarge()
 		}
+		// The error of a connection names both ends' addresses.
 		return nil, &APIError{Status: http.StatusBadRequest, Code: CodeMalformedJSON,
-			Message: "reading the request body: " + err.Error()}
+			Message: "the request body could not be read to its end", Cause: err}
 	}
 	return body, nil
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/internal/httpapi"
 	oplog "github.com/doclog/doclog/log"
 )
 
@@ -137,9 +137,9 @@ func (h *Handler) jobStatus(w http.ResponseWriter, r *http.Request) {
 		res, found = results[id]
 	}
 	if err != nil && !found {
-		h.logger.Warn("look up job result", zap.String("job_id", id), zap.Error(err))
+		h.logger.Warn("look up job result", httpapi.RequestIDField(r), zap.String("job_id", id), zap.Error(err))
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeResultsUnavailable,
-			Message: fmt.Sprintf("the job results could not be read (%v); try again", err)})
+			Message: "the job results could not be read; try again"})
 		return
 	}
 	if !found {

@@ -9,10 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/record"
@@ -577,20 +580,43 @@ func (r *Runner) Status() Status {
 // failed (it is being retried), a partition is fenced, or the last
 // reconciler pass failed. Quarantined streams do not make it unready (the
 // other streams go on); they have their own metric and alert.
+//
+// The report goes to the ops port's /readyz, which answers anyone who
+// reaches it, so a failure is named by its class (failureClass), never by
+// its text: a driver's error names the servers, ports and database user.
+// The text is in the log and in Status.
 func (r *Runner) Ready() error {
-	s := r.Status()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch {
-	case !s.Running:
-		return fmt.Errorf("projector %s is not running", s.Projector)
-	case s.LastError != "":
-		return fmt.Errorf("projector %s: %s", s.Projector, s.LastError)
-	case s.ReconcileError != "":
-		return fmt.Errorf("projector %s: reconcile: %s", s.Projector, s.ReconcileError)
+	case !r.running:
+		return fmt.Errorf("projector %s is not running", r.name)
+	case r.lastErr != nil:
+		return fmt.Errorf("projector %s: failing and retrying (%s)", r.name, failureClass(r.lastErr))
+	case r.reconcileErr != nil:
+		return fmt.Errorf("projector %s: the last reconcile pass failed (%s)", r.name, failureClass(r.reconcileErr))
 	}
-	for _, p := range s.Partitions {
-		if p.Fenced {
-			return fmt.Errorf("projector %s: partition %d is fenced at epoch %d", s.Projector, p.Partition, p.Epoch)
+	for _, p := range r.parts {
+		if p.fenced {
+			return fmt.Errorf("projector %s: partition %d is fenced at epoch %d", r.name, p.id, p.epoch)
 		}
 	}
 	return nil
+}
+
+// failureClass names a failure safely for anyone to read: a dependency's
+// by its reason (depwait.Classify: "connection refused", "the server
+// refused (SQLSTATE 42P01)"), a Kafka refusal by its protocol name, a log or
+// model error by its stable name, anything else as in the log.
+func failureClass(err error) string {
+	var ke *kerr.Error
+	switch {
+	case model.ErrorName(err) != "":
+		return model.ErrorName(err)
+	case depwait.Classify(err) != "":
+		return depwait.Classify(err)
+	case errors.As(err, &ke):
+		return "Kafka refused: " + ke.Message
+	}
+	return "an error the log holds"
 }

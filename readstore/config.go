@@ -24,11 +24,15 @@ const (
 type Config struct {
 	// Addr is the address the Server listens on. Default ":8081".
 	Addr string
-	// BearerTokens are the tokens a client may present in
-	// "Authorization: Bearer <token>"; any of them is accepted, so tokens
-	// can be rotated without downtime. Empty turns authentication off (the
+	// BearerTokens are the write tokens a client may present in
+	// "Authorization: Bearer <token>", and ReadTokens the read tokens.
+	// Every route of the read store reads, so both are accepted everywhere;
+	// the two lists exist so one set of tokens serves ingest and the read
+	// store alike. Any token is accepted, so tokens can be rotated without
+	// downtime. No token in either list turns authentication off (the
 	// handler logs a warning). Default none.
 	BearerTokens []string
+	ReadTokens   []string
 	// DefaultWait is how long a read carrying a consistency token waits for
 	// its source to reach the token when the request names no ?wait=.
 	// Default 5s.
@@ -92,6 +96,11 @@ func (c Config) Validate() error {
 	for i, t := range c.BearerTokens {
 		if t == "" {
 			return fmt.Errorf("read store bearer token %d is empty; an empty token would let anyone in", i)
+		}
+	}
+	for i, t := range c.ReadTokens {
+		if t == "" {
+			return fmt.Errorf("read store read token %d is empty; an empty token would let anyone in", i)
 		}
 	}
 	for _, d := range []struct {

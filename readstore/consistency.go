@@ -32,6 +32,18 @@ type ConsistencyTimeoutError struct {
 }
 
 func (e *ConsistencyTimeoutError) Error() string {
+	if e.LastErr != nil {
+		return fmt.Sprintf("%s; the last lookup failed: %v", e.behind(), e.LastErr)
+	}
+	return e.behind()
+}
+
+// Unwrap returns the last lookup's error.
+func (e *ConsistencyTimeoutError) Unwrap() error { return e.LastErr }
+
+// behind is Error without the last lookup's error, whose driver text is for
+// the log only: what the API tells the client.
+func (e *ConsistencyTimeoutError) behind() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s did not reach the consistency token within %s:", e.Source, e.Wait)
 	for i, c := range e.Behind {
@@ -41,7 +53,7 @@ func (e *ConsistencyTimeoutError) Error() string {
 		fmt.Fprintf(&b, " %s index %d (applied %d)", c.Stream(), c.Index, c.Applied)
 	}
 	if e.LastErr != nil {
-		fmt.Fprintf(&b, "; the last lookup failed: %v", e.LastErr)
+		b.WriteString("; the last lookups failed")
 	}
 	return b.String()
 }

@@ -19,7 +19,7 @@ const (
 	CodeStreamQuarantined  = "stream_quarantined"
 	CodeReplayFailed       = "replay_failed"
 	CodeUnavailable        = "unavailable"
-	CodeInternal           = "internal"
+	CodeInternal           = httpapi.CodeInternal
 )
 
 // APIError is a request the API refuses; Message names the offending field

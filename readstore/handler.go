@@ -87,7 +87,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		m: newMetrics(reg), closing: make(chan struct{}),
 	}
 	h.waiter = newWaiter(h.progress, cfg.PollInterval, cfg.PollBatch, logger, h.m)
-	h.bearer = httpapi.NewBearer(cfg.BearerTokens)
+	h.bearer = httpapi.NewBearer(cfg.ReadTokens, cfg.BearerTokens)
 	if h.bearer.Off() {
 		logger.Warn("read store authentication is off: no bearer tokens are configured, so anyone who reaches the API can read every document")
 	}
@@ -106,7 +106,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		_, _ = w.Write(OpenAPI)
 	})
 	h.mux = mux
-	h.served = httpapi.NewRequestMetrics(reg, "readstore").Wrap(mux)
+	h.served = httpapi.NewRequestMetrics(reg, "readstore").Wrap(httpapi.WithRequestID(mux, logger))
 	return h, nil
 }
 
@@ -131,52 +131,59 @@ func (h *Handler) isClosing() bool {
 	}
 }
 
+// readyz reports ready when the handler is not shutting down and the
+// projection database answers. It answers anyone, without a token, so it
+// says ready or not and nothing more; why is in the log and on the ops
+// port's /readyz.
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if h.isClosing() {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the read store is shutting down"})
+		httpapi.WriteNotReady(w)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := h.store.Ping(ctx); err != nil {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the projection database does not answer: " + err.Error()})
+		h.logger.Warn("readiness: the projection database does not answer", httpapi.RequestIDField(r), zap.Error(err))
+		httpapi.WriteNotReady(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	httpapi.WriteReady(w)
 }
 
-// auth checks the bearer token. Every configured token is compared, in
-// constant time over digests of equal length, so neither the position of a
-// match nor a token's length shows in the timing.
+// auth checks the bearer token (httpapi.Bearer): every route of the read
+// store reads, so a read token will do.
 func (h *Handler) auth(next func(http.ResponseWriter, *http.Request) *APIError) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if apiErr := h.checkBearer(r); apiErr != nil {
+		if apiErr := h.bearer.Check(r, httpapi.ScopeRead); apiErr != nil {
 			writeError(w, apiErr)
 			return
 		}
 		if apiErr := next(w, r); apiErr != nil {
-			h.refuse(w, r, apiErr)
+			writeError(w, apiErr) // which logs a failure's cause with the request id
 		}
 	})
 }
 
-func (h *Handler) checkBearer(r *http.Request) *APIError { return h.bearer.Check(r) }
-
-// refuse writes an error, logging server-side failures.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, e *APIError) {
-	if e.Status >= 500 {
-		h.logger.Warn("read failed", zap.String("method", r.Method), zap.String("path", r.URL.Path),
-			zap.Int("status", e.Status), zap.String("code", e.Code), zap.String("message", e.Message))
-	}
-	writeError(w, e)
+// unavailable reports whether err is an outage of a dependency rather than a
+// fault: the projection database or the log's does not answer, or a wait
+// on one ran out of time.
+func unavailable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || oplog.IsUnavailable(err) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// internal wraps an unexpected failure of a dependency.
+// internal turns a dependency's failure while doing what into the API's
+// error: 503 unavailable for an outage, 500 internal otherwise. The driver's
+// text, which names servers, ports and the database user, goes to the log
+// only (Cause); the client gets the request id to quote.
 func internal(what string, err error) *APIError {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: what + ": " + err.Error()}
+	cause := fmt.Errorf("%s: %w", what, err)
+	if unavailable(err) {
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Cause: cause,
+			Message: "the read store's database is unavailable; retry later"}
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: what + ": " + err.Error()}
+	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Cause: cause,
+		Message: "the read store failed to " + what + "; the server's log has the details under the request id"}
 }
 
 // query is a request's query string, checked against the parameters its
@@ -314,8 +321,15 @@ func (h *Handler) consistency(r *http.Request, q query, source Source) *APIError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &timeout) && timeout.LastErr != nil && unavailable(timeout.LastErr):
+		// The source did not fall behind: it could not be asked.
+		return internal("wait for the consistency token", err)
 	case errors.As(err, &timeout):
-		return &APIError{Status: http.StatusGatewayTimeout, Code: CodeConsistencyTimeout, Field: field, Message: err.Error()}
+		e := &APIError{Status: http.StatusGatewayTimeout, Code: CodeConsistencyTimeout, Field: field, Message: timeout.behind()}
+		if timeout.LastErr != nil {
+			e.Cause = err
+		}
+		return e
 	case errors.As(err, &quar):
 		return &APIError{Status: http.StatusConflict, Code: CodeStreamQuarantined, Field: field, Message: err.Error()}
 	case errors.As(err, new(closingError)):

@@ -126,7 +126,7 @@ func (h *Handler) stateAt(w http.ResponseWriter, r *http.Request) *APIError {
 	res, err := h.rebuild(r.Context(), stream, revision)
 	if err != nil {
 		if model.ErrorName(err) != "" {
-			return &APIError{Status: http.StatusInternalServerError, Code: CodeReplayFailed,
+			return &APIError{Status: http.StatusInternalServerError, Code: CodeReplayFailed, Cause: err,
 				Message: fmt.Sprintf("replaying %s to revision %d does not reproduce the log: %v", stream, revision, err)}
 		}
 		return internal(fmt.Sprintf("rebuild %s at revision %d", stream, revision), err)

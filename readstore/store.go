@@ -3,6 +3,7 @@ package readstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	oplog "github.com/doclog/doclog/log"
@@ -138,8 +139,15 @@ type StreamProgress struct {
 	Quarantine *Quarantine
 }
 
+// ErrUnavailable is wrapped by a Store's error when its database cannot be
+// reached or the connection broke: nothing is wrong with the request, and the
+// API answers 503 so the client retries. (The log reports the same with
+// *oplog.Unavailable.)
+var ErrUnavailable = errors.New("the read store's database is unavailable")
+
 // Store is the projections' query side. Methods return *NotFoundError for
-// a document the projection does not hold.
+// a document the projection does not hold, and an error wrapping
+// ErrUnavailable when the database does not answer.
 type Store interface {
 	// Document returns a document of the document view by id.
 	Document(ctx context.Context, id, branch string) (*Document, error)

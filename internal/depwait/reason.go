@@ -19,6 +19,20 @@ func Reason(err error) string {
 	if err == nil {
 		return ""
 	}
+	if r := Classify(err); r != "" {
+		return r
+	}
+	return "not answering"
+}
+
+// Classify is Reason for errors of a known class, and "" for the others (a
+// bug, a refusal of a driver's own): for reports about components that fail
+// for reasons other than a dependency, where Reason's "not answering" would
+// mislead.
+func Classify(err error) string {
+	if err == nil {
+		return ""
+	}
 	var (
 		dnsErr   *net.DNSError
 		netErr   net.Error
@@ -48,7 +62,7 @@ func Reason(err error) string {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return "no answer in time"
 	}
-	return "not answering"
+	return ""
 }
 
 // sqlStateReason names the Postgres refusals a starting role meets; the

@@ -18,11 +18,11 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestBearer(t *testing.T) {
-	off := httpapi.NewBearer([]string{"", "  "})
+	off := httpapi.NewBearer([]string{" "}, []string{"", "  "})
 	require.True(t, off.Off())
-	require.Nil(t, off.Check(httptest.NewRequest(http.MethodGet, "/", nil)))
+	require.Nil(t, off.Check(httptest.NewRequest(http.MethodGet, "/", nil), httpapi.ScopeWrite))
 
-	b := httpapi.NewBearer([]string{"old", "new"})
+	b := httpapi.NewBearer(nil, []string{"old", "new"})
 	for header, want := range map[string]string{
 		"":              "a bearer token is required",
 		"Basic abc":     "a bearer token is required",
@@ -35,7 +35,7 @@ func TestBearer(t *testing.T) {
 		if header != "" {
 			r.Header.Set("Authorization", header)
 		}
-		e := b.Check(r)
+		e := b.Check(r, httpapi.ScopeWrite)
 		if want == "" {
 			require.Nil(t, e, header)
 			continue

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/doclog/doclog/internal/pgtx"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/projectors/docview"
 	"github.com/doclog/doclog/projectors/indexer"
@@ -38,7 +39,8 @@ func New(pool *pgxpool.Pool) *Store {
 }
 
 // Ping implements readstore.Store.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer markUnavailable(&err)
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("ping the projection database: %w", err)
 	}
@@ -46,13 +48,15 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Document implements readstore.Store.
-func (s *Store) Document(ctx context.Context, id, branch string) (*readstore.Document, error) {
+func (s *Store) Document(ctx context.Context, id, branch string) (_ *readstore.Document, err error) {
+	defer markUnavailable(&err)
 	d, err := s.view.Get(ctx, id, branch)
 	return convert(d, err)
 }
 
 // DocumentBySlug implements readstore.Store.
-func (s *Store) DocumentBySlug(ctx context.Context, slug, branch string) (*readstore.Document, error) {
+func (s *Store) DocumentBySlug(ctx context.Context, slug, branch string) (_ *readstore.Document, err error) {
+	defer markUnavailable(&err)
 	d, err := s.view.GetBySlug(ctx, slug, branch)
 	return convert(d, err)
 }
@@ -112,11 +116,9 @@ func scanIndexed(row pgx.Row, d *readstore.IndexedDocument) error {
 // without a type, unless a type is asked for); without, the documents
 // table. Both are ordered by id in code-point order (the columns are
 // COLLATE "C"), so a cursor is stable.
-func (s *Store) FindDocuments(ctx context.Context, q readstore.FindQuery) ([]readstore.IndexedDocument, error) {
-	var (
-		rows pgx.Rows
-		err  error
-	)
+func (s *Store) FindDocuments(ctx context.Context, q readstore.FindQuery) (_ []readstore.IndexedDocument, err error) {
+	defer markUnavailable(&err)
+	var rows pgx.Rows
 	// Each filter is its own statement rather than a "$n = '' OR …"
 	// condition, so a cached generic plan still uses the matching index
 	// (documents_by_type for a type, the primary keys otherwise).
@@ -161,9 +163,10 @@ WHERE d.branch = $1 AND d.document_id > $2 AND ($3 OR NOT d.is_deleted)`
 }
 
 // IndexedDocument implements readstore.Store.
-func (s *Store) IndexedDocument(ctx context.Context, id, branch string) (readstore.IndexedDocument, error) {
+func (s *Store) IndexedDocument(ctx context.Context, id, branch string) (_ readstore.IndexedDocument, err error) {
+	defer markUnavailable(&err)
 	var d readstore.IndexedDocument
-	err := scanIndexed(s.pool.QueryRow(ctx, `SELECT d.document_id, `+indexedColumns+`
+	err = scanIndexed(s.pool.QueryRow(ctx, `SELECT d.document_id, `+indexedColumns+`
 FROM documents d WHERE d.document_id = $1 AND d.branch = $2`, id, branch), &d)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, &readstore.NotFoundError{Source: readstore.SourceIndexer, DocumentID: id, Branch: branch}
@@ -175,7 +178,8 @@ FROM documents d WHERE d.document_id = $1 AND d.branch = $2`, id, branch), &d)
 }
 
 // Relationships implements readstore.Store.
-func (s *Store) Relationships(ctx context.Context, q readstore.RelationshipQuery) ([]readstore.Relationship, error) {
+func (s *Store) Relationships(ctx context.Context, q readstore.RelationshipQuery) (_ []readstore.Relationship, err error) {
+	defer markUnavailable(&err)
 	after := q.After
 	if after == nil {
 		// The empty key sorts before every row.
@@ -226,7 +230,8 @@ WHERE ` + side + ` AND branch = $2 AND (source_id, type, target_id) > ($3, $4, $
 // The relationship index keeps one row per document and branch for the
 // document scope; its other scopes are reported as never applied (the read
 // store does not wait on them).
-func (s *Store) Progress(ctx context.Context, source readstore.Source, streams []oplog.StreamKey) (map[oplog.StreamKey]readstore.StreamProgress, error) {
+func (s *Store) Progress(ctx context.Context, source readstore.Source, streams []oplog.StreamKey) (_ map[oplog.StreamKey]readstore.StreamProgress, err error) {
+	defer markUnavailable(&err)
 	var applied, projector string
 	switch source {
 	case readstore.SourceDocView:
@@ -270,6 +275,15 @@ LEFT JOIN quarantined_streams q ON q.projector = $4 AND q.document_id = k.d AND 
 		return nil, fmt.Errorf("read the progress of streams on %s: %w", source, err)
 	}
 	return out, nil
+}
+
+// markUnavailable wraps *errp in readstore.ErrUnavailable when it is a
+// connection's failure (pgtx.Unreachable), so the read store answers 503
+// without knowing the driver. Every exported method of Store defers it.
+func markUnavailable(errp *error) {
+	if err := *errp; err != nil && !errors.Is(err, readstore.ErrUnavailable) && pgtx.Unreachable(err) {
+		*errp = fmt.Errorf("%w: %w", readstore.ErrUnavailable, err)
+	}
 }
 
 func deref(s *string) string {
