@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -77,6 +78,10 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful Stop when the caller's context has
 	// no deadline. Default 30s.
 	ShutdownTimeout time.Duration
+	// TLS, if not nil, makes the Server serve HTTPS only, with this
+	// configuration (internal/certfile builds one from files, reloading the
+	// certificate). Default nil: plain HTTP.
+	TLS *tls.Config
 }
 
 // WithDefaults returns a copy with every unset field at its default.

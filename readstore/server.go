@@ -14,6 +14,7 @@ func NewServer(cfg Config, deps Deps) (*httpapi.Server, error) {
 	}
 	sc := httpapi.ServerConfig{Name: "read store", Addr: h.cfg.Addr, ReadHeaderTimeout: h.cfg.ReadHeaderTimeout,
 		// Long polls and consistency waits are held open up to MaxWait.
-		WriteTimeout: h.cfg.MaxWait + httpapi.WaitMargin, ShutdownTimeout: h.cfg.ShutdownTimeout}
+		WriteTimeout: h.cfg.MaxWait + httpapi.WaitMargin, ShutdownTimeout: h.cfg.ShutdownTimeout,
+		TLS: h.cfg.TLS}
 	return httpapi.NewServer(sc, h, h.Close, h.logger), nil
 }

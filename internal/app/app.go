@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -25,6 +26,7 @@ import (
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/ingest"
+	"github.com/doclog/doclog/internal/certfile"
 	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/kafka"
@@ -64,6 +66,7 @@ type App struct {
 
 	kafka     *kgo.Client // topics and the kafka readiness check; nil when no role uses Kafka
 	analytics *clickHouse // nil without the analytics projector
+	tls       *tls.Config // the API ports' TLS; nil serves plain HTTP
 
 	components []component
 	groups     []string // the consumer groups this process belongs to, for lag metrics
@@ -111,6 +114,11 @@ func (a *App) build() error {
 		return err
 	}
 	a.store = postgres.New(a.pool)
+	if a.s.TLS.CertFile != "" {
+		if a.tls, err = certfile.ServerConfig(a.s.TLS, 0, a.logger.Named("tls")); err != nil {
+			return err
+		}
+	}
 	if a.usesKafka() {
 		// One client for the topics and the kafka readiness check, without
 		// a logger: the wait logs the outage at its own pace, where the
@@ -267,6 +275,7 @@ func (a *App) buildIngest() error {
 		JobsTopic:     a.names().Jobs,
 		BearerTokens:  a.s.AuthTokens,
 		JobsRetention: a.s.Topics.JobsRetention,
+		TLS:           a.tls,
 	}, ingest.Deps{
 		Producer:   cl,
 		Results:    a.store,
@@ -379,6 +388,7 @@ func (a *App) buildReadstore() error {
 	srv, err := readstore.NewServer(readstore.Config{
 		Addr:         a.s.ReadstoreAddr,
 		BearerTokens: a.s.AuthTokens,
+		TLS:          a.tls,
 	}, readstore.Deps{
 		Store:      pgread.New(a.pool),
 		Log:        a.store,
@@ -435,8 +445,8 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 	}
 	a.listening("ops", ln.Addr())
 	a.logger.Info("operator endpoints listening", zap.String("addr", ln.Addr().String()))
-	ops := httpapi.NewHTTPServer(httpapi.ServerConfig{ReadHeaderTimeout: 10 * time.Second}, telemetry.NewMux(a.health, a.metrics), a.logger)
-	go func() { _ = ops.Serve(ln) }()
+	ops := httpapi.NewHTTPServer(httpapi.ServerConfig{ReadHeaderTimeout: 10 * time.Second, TLS: a.opsTLS()}, telemetry.NewMux(a.health, a.metrics), a.logger)
+	go func() { _ = httpapi.Serve(ops, ln) }()
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -568,6 +578,18 @@ func safeCheck(check telemetry.CheckFunc) telemetry.CheckFunc {
 		}
 		return nil
 	}
+}
+
+// opsTLS is the ops port's TLS with --ops-tls-enabled: the APIs' pair,
+// without asking for a client certificate, since kubelet probes and most
+// scrapers present none (the port carries health and metrics, no data).
+func (a *App) opsTLS() *tls.Config {
+	if !a.s.OpsTLS || a.tls == nil {
+		return nil
+	}
+	tc := a.tls.Clone()
+	tc.ClientAuth, tc.ClientCAs = tls.NoClientCert, nil
+	return tc
 }
 
 func (a *App) apisBound() bool {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/doclog/doclog/internal/certfile"
+	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/telemetry"
@@ -34,6 +36,11 @@ type Settings struct {
 
 	HTTPAddr, IngestAddr, ReadstoreAddr, OpsAddr string
 	AuthTokens                                   []string
+
+	// TLS, with a certificate and key, makes the API ports serve HTTPS
+	// only; OpsTLS makes the ops port do so too, with the same pair.
+	TLS    certfile.ServerFiles
+	OpsTLS bool
 
 	DatabaseURL      string
 	DatabaseMaxConns int32
@@ -67,6 +74,10 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.StringVar(&s.ReadstoreAddr, "readstore-addr", ":8081", "address of the readstore API")
 	fs.StringVar(&s.OpsAddr, "ops-addr", ":9090", "address of /healthz, /readyz and /metrics")
 	fs.StringSliceVar(&s.AuthTokens, "auth-tokens", nil, "bearer tokens the APIs accept (none: authentication off)")
+	fs.StringVar(&s.TLS.CertFile, "tls-cert-file", "", "certificate (PEM, intermediates after it) of the API ports: with --tls-key-file they serve HTTPS only, TLS 1.2 at least; both files are re-read when they change")
+	fs.StringVar(&s.TLS.KeyFile, "tls-key-file", "", "key of --tls-cert-file (PEM)")
+	fs.StringVar(&s.TLS.ClientCAFile, "tls-client-ca-file", "", "CA bundle (PEM) whose client certificates the API ports require: mutual TLS (empty: no client certificate asked for); read at start")
+	fs.BoolVar(&s.OpsTLS, "ops-tls-enabled", false, "serve /healthz, /readyz and /metrics over HTTPS too, with --tls-cert-file and --tls-key-file and no client certificate asked for")
 	fs.StringVar(&s.DatabaseURL, "database-url", "", "Postgres URL (also DATABASE_URL)")
 	fs.Int32Var(&s.DatabaseMaxConns, "database-max-conns", 20, "Postgres pool size")
 	fs.StringVar(&s.Migrate, "migrate", "off", "apply schema migrations at start: auto or off")
@@ -96,6 +107,15 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.StringSliceVar(&s.Projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
 	fs.StringVar(&s.ClickHouseURL, "clickhouse-url", "", "ClickHouse for the analytics projector, e.g. clickhouse://host:9000/doclog?create_database=true (also CLICKHOUSE_URL)")
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
+	config.MarkSecret(fs, SecretFlags...)
+}
+
+// SecretFlags are the flags whose values are credentials: each can also be
+// read from the file DOCLOG_<FLAG>_FILE names (internal/config). The SASL
+// username is one since it sits beside the password in the same Secret.
+var SecretFlags = []string{
+	"database-url", "kafka-sasl-username", "kafka-sasl-password", "clickhouse-url",
+	"auth-tokens",
 }
 
 // Validate checks the settings and resolves the derived ones.
@@ -122,10 +142,16 @@ func (s *Settings) Validate() error {
 		s.IngestAddr, s.ReadstoreAddr = s.HTTPAddr, s.HTTPAddr
 	}
 	if s.DatabaseURL == "" {
-		errs = append(errs, errors.New("no database: set --database-url, DOCLOG_DATABASE_URL or DATABASE_URL"))
+		errs = append(errs, errors.New("no database: set --database-url, DOCLOG_DATABASE_URL, DOCLOG_DATABASE_URL_FILE or DATABASE_URL"))
 	}
 	if s.DatabaseMaxConns < 2 {
 		errs = append(errs, fmt.Errorf("--database-max-conns must be at least 2, got %d", s.DatabaseMaxConns))
+	}
+	if (s.TLS.CertFile == "") != (s.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together: give both, or neither"))
+	}
+	if s.TLS.CertFile == "" && (s.TLS.ClientCAFile != "" || s.OpsTLS) {
+		errs = append(errs, errors.New("--tls-client-ca-file and --ops-tls-enabled need --tls-cert-file and --tls-key-file"))
 	}
 	if s.Migrate != "auto" && s.Migrate != "off" {
 		errs = append(errs, fmt.Errorf("--migrate must be auto or off, not %q", s.Migrate))
