@@ -17,6 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/internal/config"
 )
 
 var roles = []string{"ingest", "executor", "projectors", "readstore"}
@@ -73,7 +76,10 @@ func TestDefaultValuesRender(t *testing.T) {
 
 	// Without SASL, TLS, ClickHouse or auth, the only secret is Postgres'.
 	for _, d := range all[*appsv1.Deployment](objs) {
-		require.Equal(t, []string{"DOCLOG_DATABASE_URL"}, secretEnv(d.Spec.Template.Spec.Containers[0]), d.Name)
+		checkSecretFiles(t, d.Name, d.Spec.Template.Spec, cm, map[string]secretRef{
+			"DOCLOG_DATABASE_URL_FILE": {"doclog-postgres", "DATABASE_URL"},
+		})
+		checkNoHTTPTLS(t, d)
 	}
 
 	hpa := find[*autoscalingv2.HorizontalPodAutoscaler](t, objs, "HorizontalPodAutoscaler", "doclog-executor")
@@ -112,10 +118,13 @@ func TestProductionValuesRender(t *testing.T) {
 	checkDeployments(t, objs, roles)
 	for _, d := range all[*appsv1.Deployment](objs) {
 		c := d.Spec.Template.Spec.Containers[0]
-		require.ElementsMatch(t, []string{
-			"DOCLOG_DATABASE_URL", "DOCLOG_KAFKA_SASL_USERNAME", "DOCLOG_KAFKA_SASL_PASSWORD",
-			"DOCLOG_CLICKHOUSE_URL", "DOCLOG_AUTH_TOKENS",
-		}, secretEnv(c), d.Name)
+		checkSecretFiles(t, d.Name, d.Spec.Template.Spec, cm, map[string]secretRef{
+			"DOCLOG_DATABASE_URL_FILE":        {"doclog-postgres", "DATABASE_URL"},
+			"DOCLOG_KAFKA_SASL_USERNAME_FILE": {"doclog-kafka-sasl", "username"},
+			"DOCLOG_KAFKA_SASL_PASSWORD_FILE": {"doclog-kafka-sasl", "password"},
+			"DOCLOG_CLICKHOUSE_URL_FILE":      {"doclog-clickhouse", "CLICKHOUSE_URL"},
+			"DOCLOG_AUTH_TOKENS_FILE":         {"doclog-api-tokens", "tokens"},
+		})
 		require.True(t, hasMount(c, "kafka-tls", "/etc/doclog/kafka-tls"), d.Name)
 		require.True(t, hasMount(c, "postgres-ca", "/etc/doclog/postgres-ca"), d.Name)
 		require.Equal(t, "platform/doclog:0.1.0", c.Image)
@@ -233,6 +242,18 @@ func TestValuesMistakesFailRendering(t *testing.T) {
 			[]string{"--set", "kafka.sasl.mechanism=GSSAPI", "--set", "kafka.sasl.existingSecret=s"},
 			`kafka.sasl.mechanism "GSSAPI" is not one of`,
 		},
+		"http tls options without its secret": {
+			[]string{"--set", "httpTLS.ops=true"},
+			"httpTLS.clientCAKey and httpTLS.ops need httpTLS.existingSecret",
+		},
+		"http tls without a key name": {
+			[]string{"--set", "httpTLS.existingSecret=s", "--set", "httpTLS.keyKey="},
+			"httpTLS.certKey and httpTLS.keyKey must name",
+		},
+		"token secret without a key": {
+			[]string{"--set", "auth.existingSecret=s", "--set", "auth.tokensKey="},
+			"none of auth.tokensKey, auth.writeTokensKey, auth.readTokensKey",
+		},
 		"client cert without key": {
 			[]string{"--set", "kafka.tls.enabled=true", "--set", "kafka.tls.existingSecret=s", "--set", "kafka.tls.certKey=tls.crt"},
 			"kafka.tls.certKey and kafka.tls.keyKey go together",
@@ -349,12 +370,7 @@ func checkMigrationJob(t *testing.T, job *batchv1.Job, secret string) {
 	require.Equal(t, []string{"migrate"}, c.Args)
 	// A pre-install hook runs before the release's ConfigMap exists.
 	require.Empty(t, c.EnvFrom, "the hook must not depend on the chart's own ConfigMap")
-	require.Equal(t, []string{"DOCLOG_DATABASE_URL"}, secretEnv(c))
-	for _, e := range c.Env {
-		if e.Name == "DOCLOG_DATABASE_URL" {
-			require.Equal(t, secret, e.ValueFrom.SecretKeyRef.Name)
-		}
-	}
+	checkSecretFiles(t, job.Name, pod, nil, map[string]secretRef{"DOCLOG_DATABASE_URL_FILE": {secret, "DATABASE_URL"}})
 	require.NotNil(t, job.Spec.BackoffLimit)
 	require.NotNil(t, job.Spec.ActiveDeadlineSeconds)
 }
@@ -403,12 +419,16 @@ func TestConfigReachesDoclog(t *testing.T) {
 	help, err := exec.Command(bin, "serve", "--help").CombinedOutput()
 	require.NoError(t, err, string(help))
 	read := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\(env (DOCLOG_[A-Z0-9_]+)\)`).FindAllStringSubmatch(string(help), -1) {
+	for _, m := range regexp.MustCompile(`\(env (DOCLOG_[A-Z0-9_]+)(?:, or (DOCLOG_[A-Z0-9_]+_FILE) naming a file that holds it)?\)`).FindAllStringSubmatch(string(help), -1) {
 		read[m[1]] = true
+		if m[2] != "" {
+			read[m[2]] = true
+		}
 	}
 	require.True(t, read["DOCLOG_DATABASE_URL"], "parsed the flags from:\n%s", help)
+	require.True(t, read["DOCLOG_DATABASE_URL_FILE"], "parsed the secrets' files from:\n%s", help)
 
-	for _, args := range [][]string{nil, {"-f", productionValues}, {"--set", "extraConfig.DOCLOG_MIGRATE=auto"}} {
+	for _, args := range [][]string{nil, {"-f", productionValues}, {"--set", "extraConfig.DOCLOG_MIGRATE=auto"}, httpTLSValues} {
 		objs := render(t, args...)
 		for key := range find[*corev1.ConfigMap](t, objs, "ConfigMap", "doclog").Data {
 			require.True(t, read[key], "the ConfigMap sets %s, which doclog serve does not read", key)
@@ -429,14 +449,143 @@ func TestExtraConfigOverridesTheChart(t *testing.T) {
 	require.Equal(t, "auto", cm.Data["DOCLOG_MIGRATE"])
 }
 
-func secretEnv(c corev1.Container) []string {
-	var out []string
+// secretRef is a key of a Secret.
+type secretRef struct{ secret, key string }
+
+// checkSecretFiles checks that a pod gets its credentials as files and
+// only so: each variable of want names a file in the read-only "secrets"
+// mount, projected from that Secret's key; no variable of the container or
+// the ConfigMap (cm, if not nil) holds a secret, or takes one from a
+// Secret; and no variable that would is set at all.
+func checkSecretFiles(t *testing.T, name string, pod corev1.PodSpec, cm *corev1.ConfigMap, want map[string]secretRef) {
+	t.Helper()
+	c := pod.Containers[0]
+	plain := map[string]bool{}
+	for _, f := range app.SecretFlags {
+		plain[config.EnvName(f)] = true
+	}
+	for _, from := range c.EnvFrom {
+		require.Nil(t, from.SecretRef, "%s takes variables from a Secret", name)
+	}
+	files := map[string]string{}
 	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			out = append(out, e.Name)
+		require.False(t, plain[e.Name], "%s passes the secret %s as a variable", name, e.Name)
+		if e.ValueFrom != nil {
+			require.Nil(t, e.ValueFrom.SecretKeyRef, "%s takes %s from a Secret into its environment", name, e.Name)
+		}
+		if strings.HasSuffix(e.Name, config.FileSuffix) {
+			files[e.Name] = e.Value
 		}
 	}
-	return out
+	if cm != nil {
+		for key := range cm.Data {
+			require.False(t, plain[key], "the ConfigMap holds the secret %s", key)
+		}
+	}
+	require.Len(t, files, len(want), "%s: %v", name, files)
+
+	mount := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "secrets" })
+	require.GreaterOrEqual(t, mount, 0, "%s mounts no secrets volume", name)
+	require.True(t, c.VolumeMounts[mount].ReadOnly, name)
+	require.Empty(t, c.VolumeMounts[mount].SubPath, "%s: a subPath mount never sees a rotated Secret", name)
+	dir := c.VolumeMounts[mount].MountPath
+	vol := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "secrets" })
+	require.GreaterOrEqual(t, vol, 0, name)
+	projected := pod.Volumes[vol].Projected
+	require.NotNil(t, projected, name)
+	require.Equal(t, int32(0o440), *projected.DefaultMode, "%s: the credentials are readable by the pod's group alone", name)
+	projects := map[string]secretRef{} // path in the volume -> where it comes from
+	for _, src := range projected.Sources {
+		require.NotNil(t, src.Secret, name)
+		for _, item := range src.Secret.Items {
+			projects[item.Path] = secretRef{src.Secret.Name, item.Key}
+		}
+	}
+	for variable, ref := range want {
+		path, ok := files[variable]
+		require.True(t, ok, "%s lacks %s", name, variable)
+		rel, found := strings.CutPrefix(path, dir+"/")
+		require.True(t, found, "%s: %s=%s is not in the secrets mount %s", name, variable, path, dir)
+		require.Equal(t, ref, projects[rel], "%s: %s", name, variable)
+	}
+}
+
+// httpTLSValues serve both APIs and the ops port over TLS from a
+// cert-manager Secret, with mutual TLS.
+var httpTLSValues = []string{"--set", "httpTLS.existingSecret=doclog-http-tls", "--set", "httpTLS.clientCAKey=ca.crt", "--set", "httpTLS.ops=true"}
+
+// checkNoHTTPTLS checks a Deployment serves plain HTTP: no certificate
+// mounted, probes over HTTP.
+func checkNoHTTPTLS(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	c := d.Spec.Template.Spec.Containers[0]
+	require.False(t, slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "http-tls" }), d.Name)
+	for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+		require.Empty(t, p.HTTPGet.Scheme, d.Name)
+	}
+}
+
+// The HTTP servers' certificate comes from a Secret mounted whole (a
+// renewal reaches the files doclog re-reads), named to doclog through the
+// ConfigMap; with ops TLS the probes and the ServiceMonitor use HTTPS.
+func TestHTTPTLSFromSecret(t *testing.T) {
+	t.Parallel()
+	objs := render(t, append([]string{"-f", productionValues, "--set", "serviceMonitor.tlsConfig.serverName=doclog"}, httpTLSValues...)...)
+	cm := find[*corev1.ConfigMap](t, objs, "ConfigMap", "doclog")
+	require.Equal(t, "/etc/doclog/http-tls/tls.crt", cm.Data["DOCLOG_TLS_CERT_FILE"])
+	require.Equal(t, "/etc/doclog/http-tls/tls.key", cm.Data["DOCLOG_TLS_KEY_FILE"])
+	require.Equal(t, "/etc/doclog/http-tls/ca.crt", cm.Data["DOCLOG_TLS_CLIENT_CA_FILE"])
+	require.Equal(t, "true", cm.Data["DOCLOG_OPS_TLS_ENABLED"])
+	checkDeployments(t, objs, roles)
+	for _, d := range all[*appsv1.Deployment](objs) {
+		pod := d.Spec.Template.Spec
+		c := pod.Containers[0]
+		// Every role: the ConfigMap is shared, and each serves the ops port.
+		require.True(t, hasMount(c, "http-tls", "/etc/doclog/http-tls"), d.Name)
+		for _, m := range c.VolumeMounts {
+			require.Empty(t, m.SubPath, "%s: a subPath mount never sees a renewed certificate", d.Name)
+		}
+		vol := pod.Volumes[slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "http-tls" })]
+		require.Equal(t, "doclog-http-tls", vol.Secret.SecretName)
+		var paths []string
+		for _, item := range vol.Secret.Items {
+			require.Equal(t, item.Key, item.Path)
+			paths = append(paths, item.Path)
+		}
+		require.ElementsMatch(t, []string{"tls.crt", "tls.key", "ca.crt"}, paths)
+		for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+			require.Equal(t, corev1.URISchemeHTTPS, p.HTTPGet.Scheme, d.Name)
+		}
+	}
+	sm := find[*serviceMonitor](t, objs, "ServiceMonitor", "doclog")
+	require.Equal(t, "https", sm.Spec.Endpoints[0].Scheme)
+	require.Equal(t, "doclog", sm.Spec.Endpoints[0].TLSConfig["serverName"])
+
+	// Without ops TLS the APIs alone serve HTTPS.
+	objs = render(t, "--set", "httpTLS.existingSecret=doclog-http-tls")
+	cm = find[*corev1.ConfigMap](t, objs, "ConfigMap", "doclog")
+	require.Equal(t, "/etc/doclog/http-tls/tls.crt", cm.Data["DOCLOG_TLS_CERT_FILE"])
+	require.NotContains(t, cm.Data, "DOCLOG_TLS_CLIENT_CA_FILE")
+	require.NotContains(t, cm.Data, "DOCLOG_OPS_TLS_ENABLED")
+	for _, d := range all[*appsv1.Deployment](objs) {
+		require.Empty(t, d.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Scheme, d.Name)
+	}
+}
+
+// Read and write token keys are projected beside the older list; a Secret
+// with only the new keys drops the older one.
+func TestTokenFiles(t *testing.T) {
+	t.Parallel()
+	objs := render(t, "--set", "auth.existingSecret=doclog-api-tokens", "--set", "auth.tokensKey=",
+		"--set", "auth.writeTokensKey=write", "--set", "auth.readTokensKey=read")
+	cm := find[*corev1.ConfigMap](t, objs, "ConfigMap", "doclog")
+	for _, d := range all[*appsv1.Deployment](objs) {
+		checkSecretFiles(t, d.Name, d.Spec.Template.Spec, cm, map[string]secretRef{
+			"DOCLOG_DATABASE_URL_FILE":      {"doclog-postgres", "DATABASE_URL"},
+			"DOCLOG_AUTH_WRITE_TOKENS_FILE": {"doclog-api-tokens", "write"},
+			"DOCLOG_AUTH_READ_TOKENS_FILE":  {"doclog-api-tokens", "read"},
+		})
+	}
 }
 
 func envNames(c corev1.Container) []string {

@@ -149,10 +149,12 @@ type serviceMonitor struct {
 	Spec              struct {
 		Selector  metav1.LabelSelector `json:"selector"`
 		Endpoints []struct {
-			Port          string `json:"port"`
-			Path          string `json:"path"`
-			Interval      string `json:"interval"`
-			ScrapeTimeout string `json:"scrapeTimeout"`
+			Port          string         `json:"port"`
+			Path          string         `json:"path"`
+			Scheme        string         `json:"scheme"`
+			TLSConfig     map[string]any `json:"tlsConfig"`
+			Interval      string         `json:"interval"`
+			ScrapeTimeout string         `json:"scrapeTimeout"`
 			Relabelings   []struct {
 				SourceLabels []string `json:"sourceLabels"`
 				TargetLabel  string   `json:"targetLabel"`

@@ -103,42 +103,86 @@ loop. Included once, from the ConfigMap.
 {{- if and .Values.kafka.tls.existingSecret (not .Values.kafka.tls.enabled) }}
 {{- fail "kafka.tls.existingSecret is set but kafka.tls.enabled is false" }}
 {{- end }}
+{{- $httpTLS := .Values.httpTLS }}
+{{- if and (not $httpTLS.existingSecret) (or $httpTLS.clientCAKey $httpTLS.ops) }}
+{{- fail "httpTLS.clientCAKey and httpTLS.ops need httpTLS.existingSecret: name the Secret holding the servers' certificate and key" }}
+{{- end }}
+{{- if and $httpTLS.existingSecret (or (empty $httpTLS.certKey) (empty $httpTLS.keyKey)) }}
+{{- fail "httpTLS.certKey and httpTLS.keyKey must name the certificate's and the key's keys in httpTLS.existingSecret" }}
+{{- end }}
+{{- if and .Values.auth.existingSecret (not (or .Values.auth.tokensKey .Values.auth.writeTokensKey .Values.auth.readTokensKey)) }}
+{{- fail "auth.existingSecret is set but none of auth.tokensKey, auth.writeTokensKey, auth.readTokensKey names a key in it" }}
+{{- end }}
 {{- end }}
 
-{{/* Environment from Secrets, shared by every role. */}}
+{{/* Directory the credentials are mounted at, one file each. */}}
+{{- define "doclog.secretsDir" -}}/etc/doclog/secrets{{- end }}
+
+{{/*
+doclog.secretFiles lists the credentials a pod reads, as YAML under "files":
+each names the variable doclog reads the file's path from
+(DOCLOG_<FLAG>_FILE), the file, and the Secret and key it is projected from.
+They reach the process as files, never as variables: a variable's value
+sits in the process's environment, which every child inherits and
+/proc/<pid>/environ shows. Called with a dict: root (the chart context) and
+databaseOnly (true for the migration hook).
+*/}}
+{{- define "doclog.secretFiles" -}}
+{{- $v := .root.Values }}
+files:
+  - {var: DOCLOG_DATABASE_URL_FILE, file: database-url, secret: {{ $v.postgres.existingSecret | quote }}, key: {{ $v.postgres.urlKey | quote }}}
+{{- if not .databaseOnly }}
+{{- if $v.kafka.sasl.mechanism }}
+  - {var: DOCLOG_KAFKA_SASL_USERNAME_FILE, file: kafka-sasl-username, secret: {{ $v.kafka.sasl.existingSecret | quote }}, key: {{ $v.kafka.sasl.usernameKey | quote }}}
+  - {var: DOCLOG_KAFKA_SASL_PASSWORD_FILE, file: kafka-sasl-password, secret: {{ $v.kafka.sasl.existingSecret | quote }}, key: {{ $v.kafka.sasl.passwordKey | quote }}}
+{{- end }}
+{{- if $v.clickhouse.enabled }}
+  - {var: DOCLOG_CLICKHOUSE_URL_FILE, file: clickhouse-url, secret: {{ $v.clickhouse.existingSecret | quote }}, key: {{ $v.clickhouse.urlKey | quote }}}
+{{- end }}
+{{- if $v.auth.existingSecret }}
+{{- with $v.auth.tokensKey }}
+  - {var: DOCLOG_AUTH_TOKENS_FILE, file: auth-tokens, secret: {{ $v.auth.existingSecret | quote }}, key: {{ . | quote }}}
+{{- end }}
+{{- with $v.auth.writeTokensKey }}
+  - {var: DOCLOG_AUTH_WRITE_TOKENS_FILE, file: auth-write-tokens, secret: {{ $v.auth.existingSecret | quote }}, key: {{ . | quote }}}
+{{- end }}
+{{- with $v.auth.readTokensKey }}
+  - {var: DOCLOG_AUTH_READ_TOKENS_FILE, file: auth-read-tokens, secret: {{ $v.auth.existingSecret | quote }}, key: {{ . | quote }}}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The variables naming the credential files; called like doclog.secretFiles. */}}
 {{- define "doclog.secretEnv" -}}
-- name: DOCLOG_DATABASE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.postgres.existingSecret }}
-      key: {{ .Values.postgres.urlKey }}
-{{- if .Values.kafka.sasl.mechanism }}
-- name: DOCLOG_KAFKA_SASL_USERNAME
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.kafka.sasl.existingSecret }}
-      key: {{ .Values.kafka.sasl.usernameKey }}
-- name: DOCLOG_KAFKA_SASL_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.kafka.sasl.existingSecret }}
-      key: {{ .Values.kafka.sasl.passwordKey }}
-{{- end }}
-{{- if .Values.clickhouse.enabled }}
-- name: DOCLOG_CLICKHOUSE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.clickhouse.existingSecret }}
-      key: {{ .Values.clickhouse.urlKey }}
-{{- end }}
-{{- if .Values.auth.existingSecret }}
-- name: DOCLOG_AUTH_TOKENS
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.auth.existingSecret }}
-      key: {{ .Values.auth.tokensKey }}
+{{- range (include "doclog.secretFiles" . | fromYaml).files }}
+- name: {{ .var }}
+  value: {{ printf "%s/%s" (include "doclog.secretsDir" nil) .file | quote }}
 {{- end }}
 {{- end }}
+
+{{/*
+The volume of the credential files, projected from the Secrets; called like
+doclog.secretFiles. Readable by the pod's group (fsGroup) alone, and not
+through subPath mounts, which would not see a rotated Secret.
+*/}}
+{{- define "doclog.secretVolume" -}}
+- name: secrets
+  projected:
+    # 0440: the owner and the pod's fsGroup read, nobody writes.
+    defaultMode: 288
+    sources:
+      {{- range (include "doclog.secretFiles" . | fromYaml).files }}
+      - secret:
+          name: {{ .secret }}
+          items:
+            - key: {{ .key }}
+              path: {{ .file }}
+      {{- end }}
+{{- end }}
+
+{{/* Directory the HTTP servers' certificate Secret is mounted at. */}}
+{{- define "doclog.httpTLSDir" -}}/etc/doclog/http-tls{{- end }}
 
 {{/* Directory the Kafka TLS Secret is mounted at. */}}
 {{- define "doclog.kafkaTLSDir" -}}/etc/doclog/kafka-tls{{- end }}
@@ -232,7 +276,7 @@ spec:
               valueFrom:
                 fieldRef:
                   fieldPath: metadata.name
-            {{- include "doclog.secretEnv" $root | nindent 12 }}
+            {{- include "doclog.secretEnv" (dict "root" $root) | trim | nindent 12 }}
             {{- with $root.Values.extraEnv }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
@@ -240,16 +284,25 @@ spec:
             httpGet:
               path: /healthz
               port: ops
+              {{- if $root.Values.httpTLS.ops }}
+              scheme: HTTPS
+              {{- end }}
             {{- toYaml $root.Values.probes.startup | nindent 12 }}
           livenessProbe:
             httpGet:
               path: /healthz
               port: ops
+              {{- if $root.Values.httpTLS.ops }}
+              scheme: HTTPS
+              {{- end }}
             {{- toYaml $root.Values.probes.liveness | nindent 12 }}
           readinessProbe:
             httpGet:
               path: /readyz
               port: ops
+              {{- if $root.Values.httpTLS.ops }}
+              scheme: HTTPS
+              {{- end }}
             {{- toYaml $root.Values.probes.readiness | nindent 12 }}
           resources:
             {{- toYaml $spec.resources | nindent 12 }}
@@ -258,6 +311,14 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            - name: secrets
+              mountPath: {{ include "doclog.secretsDir" $root }}
+              readOnly: true
+            {{- if $root.Values.httpTLS.existingSecret }}
+            - name: http-tls
+              mountPath: {{ include "doclog.httpTLSDir" $root }}
+              readOnly: true
+            {{- end }}
             {{- if $root.Values.kafka.tls.existingSecret }}
             - name: kafka-tls
               mountPath: {{ include "doclog.kafkaTLSDir" $root }}
@@ -271,6 +332,26 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+        {{- include "doclog.secretVolume" (dict "root" $root) | nindent 8 }}
+        {{- with $root.Values.httpTLS }}
+        {{- if .existingSecret }}
+        # Mounted whole, not through subPath, so a renewed certificate
+        # reaches the files doclog re-reads.
+        - name: http-tls
+          secret:
+            secretName: {{ .existingSecret }}
+            defaultMode: 288
+            items:
+              - key: {{ .certKey }}
+                path: {{ .certKey }}
+              - key: {{ .keyKey }}
+                path: {{ .keyKey }}
+              {{- with .clientCAKey }}
+              - key: {{ . }}
+                path: {{ . }}
+              {{- end }}
+        {{- end }}
+        {{- end }}
         {{- if $root.Values.kafka.tls.existingSecret }}
         - name: kafka-tls
           secret:
