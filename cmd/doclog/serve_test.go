@@ -75,13 +75,17 @@ func TestServeStopsWhileWaiting(t *testing.T) {
 func TestServeConfigurationErrorsFailFast(t *testing.T) {
 	t.Parallel()
 	bin := buildDoclog(t)
+	const shortToken = "short-bearer-token"
 	for _, c := range []struct {
-		args []string
-		want string
+		args   []string
+		want   string
+		hidden string // what stderr must not show
 	}{
-		{[]string{"--database-url", "postgres://doclog@127.0.0.1:99999999/doclog"}, "parsing the database URL"},
-		{[]string{"--database-url", "postgres://doclog@127.0.0.1:9/doclog", "--migrate", "sometimes"}, "--migrate must be auto or off"},
-		{[]string{"--database-url", "postgres://doclog@127.0.0.1:9/doclog", "--clickhouse-url", "clickhouse://127.0.0.1:9/db?secure=maybe"}, "secure"},
+		{[]string{"--database-url", "postgres://doclog@127.0.0.1:99999999/doclog"}, "parsing the database URL", ""},
+		{[]string{"--database-url", "postgres://doclog@127.0.0.1:9/doclog", "--migrate", "sometimes"}, "--migrate must be auto or off", ""},
+		{[]string{"--database-url", "postgres://doclog@127.0.0.1:9/doclog", "--clickhouse-url", "clickhouse://127.0.0.1:9/db?secure=maybe"}, "secure", ""},
+		{[]string{"--database-url", "postgres://doclog@127.0.0.1:9/doclog", "--auth-read-tokens", strings.Repeat("r", 40) + "," + shortToken},
+			"--auth-read-tokens: the token at index 1 (0-based) is 18 characters long; a token needs at least 32", shortToken},
 	} {
 		cmd := exec.Command(bin, append([]string{"serve", "--ops-addr", "127.0.0.1:0", "--kafka-seeds", "127.0.0.1:9"}, c.args...)...)
 		cmd.Env = serveEnv()
@@ -96,6 +100,9 @@ func TestServeConfigurationErrorsFailFast(t *testing.T) {
 			require.ErrorAs(t, err, &exit, "%v: %s", c.args, stderr.String())
 			require.Equal(t, 1, exit.ExitCode())
 			require.Contains(t, stderr.String(), c.want)
+			if c.hidden != "" {
+				require.NotContains(t, stderr.String(), c.hidden)
+			}
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 			<-exited

@@ -273,7 +273,8 @@ func (a *App) buildIngest() error {
 	srv, err := ingest.NewServer(ingest.Config{
 		Addr:          a.s.IngestAddr,
 		JobsTopic:     a.names().Jobs,
-		BearerTokens:  a.s.AuthTokens,
+		BearerTokens:  a.s.writeTokens(),
+		ReadTokens:    a.s.AuthReadTokens,
 		JobsRetention: a.s.Topics.JobsRetention,
 		TLS:           a.tls,
 	}, ingest.Deps{
@@ -387,7 +388,8 @@ func (a *App) addProjector(name string, rc projectors.Config) error {
 func (a *App) buildReadstore() error {
 	srv, err := readstore.NewServer(readstore.Config{
 		Addr:         a.s.ReadstoreAddr,
-		BearerTokens: a.s.AuthTokens,
+		BearerTokens: a.s.writeTokens(),
+		ReadTokens:   a.s.AuthReadTokens,
 		TLS:          a.tls,
 	}, readstore.Deps{
 		Store:      pgread.New(a.pool),

@@ -12,6 +12,7 @@ import (
 	"github.com/doclog/doclog/internal/certfile"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/depwait"
+	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/telemetry"
 )
@@ -35,7 +36,10 @@ type Settings struct {
 	LogLevel, LogEncoding string
 
 	HTTPAddr, IngestAddr, ReadstoreAddr, OpsAddr string
-	AuthTokens                                   []string
+	// AuthWriteTokens may call every route of both APIs, AuthReadTokens
+	// only the routes that read (the read store, ingest's job status).
+	// AuthTokens is the older name of the write tokens, kept working.
+	AuthWriteTokens, AuthReadTokens, AuthTokens []string
 
 	// TLS, with a certificate and key, makes the API ports serve HTTPS
 	// only; OpsTLS makes the ops port do so too, with the same pair.
@@ -73,7 +77,9 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.StringVar(&s.IngestAddr, "ingest-addr", ":8080", "address of the ingest API")
 	fs.StringVar(&s.ReadstoreAddr, "readstore-addr", ":8081", "address of the readstore API")
 	fs.StringVar(&s.OpsAddr, "ops-addr", ":9090", "address of /healthz, /readyz and /metrics")
-	fs.StringSliceVar(&s.AuthTokens, "auth-tokens", nil, "bearer tokens the APIs accept (none: authentication off)")
+	fs.StringSliceVar(&s.AuthWriteTokens, "auth-write-tokens", nil, "bearer tokens that may call every route of both APIs, submits included; at least 32 characters each (no token at all: authentication off)")
+	fs.StringSliceVar(&s.AuthReadTokens, "auth-read-tokens", nil, "bearer tokens that may only read: the readstore and ingest's job status; at least 32 characters each")
+	fs.StringSliceVar(&s.AuthTokens, "auth-tokens", nil, "deprecated name of --auth-write-tokens (full access); both lists are accepted")
 	fs.StringVar(&s.TLS.CertFile, "tls-cert-file", "", "certificate (PEM, intermediates after it) of the API ports: with --tls-key-file they serve HTTPS only, TLS 1.2 at least; both files are re-read when they change")
 	fs.StringVar(&s.TLS.KeyFile, "tls-key-file", "", "key of --tls-cert-file (PEM)")
 	fs.StringVar(&s.TLS.ClientCAFile, "tls-client-ca-file", "", "CA bundle (PEM) whose client certificates the API ports require: mutual TLS (empty: no client certificate asked for); read at start")
@@ -179,6 +185,7 @@ func (s *Settings) Validate() error {
 	if err := s.Wait.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, s.validateTokens()...)
 	if s.JobResultsRetention < 0 {
 		errs = append(errs, fmt.Errorf("--retention-job-results must not be negative, got %s", s.JobResultsRetention))
 	}
@@ -186,3 +193,43 @@ func (s *Settings) Validate() error {
 }
 
 func (s *Settings) runs(role string) bool { return slices.Contains(s.Roles, role) }
+
+// AuthOff reports that no bearer token of any list is configured: both APIs
+// then answer anyone.
+func (s *Settings) AuthOff() bool {
+	return len(s.AuthWriteTokens)+len(s.AuthTokens)+len(s.AuthReadTokens) == 0
+}
+
+// writeTokens are the tokens with full access: --auth-write-tokens and the
+// older --auth-tokens.
+func (s *Settings) writeTokens() []string {
+	return slices.Concat(s.AuthWriteTokens, s.AuthTokens)
+}
+
+// validateTokens refuses empty and short tokens (httpapi.MinTokenLength)
+// and a token given as both read and write, naming the flag and the index,
+// never the token: the error is printed and logged.
+func (s *Settings) validateTokens() []error {
+	var errs []error
+	lists := []struct {
+		flag   string
+		tokens []string
+	}{{"--auth-write-tokens", s.AuthWriteTokens}, {"--auth-tokens", s.AuthTokens}, {"--auth-read-tokens", s.AuthReadTokens}}
+	for _, l := range lists {
+		if err := httpapi.CheckTokens(l.flag, l.tokens); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	writes := map[string]string{} // a write token -> where it was given
+	for _, l := range lists[:2] {
+		for j, t := range l.tokens {
+			writes[strings.TrimSpace(t)] = fmt.Sprintf("index %d of %s", j, l.flag)
+		}
+	}
+	for i, t := range s.AuthReadTokens {
+		if where, ok := writes[strings.TrimSpace(t)]; ok && strings.TrimSpace(t) != "" {
+			errs = append(errs, fmt.Errorf("--auth-read-tokens: the token at index %d (0-based) is also the write token at %s; a token either reads or writes", i, where))
+		}
+	}
+	return errs
+}
