@@ -8,6 +8,13 @@
 #                                     prints TEST_CLICKHOUSE_ADDR=host:port
 #                                     (the native protocol) on stdout
 #   scripts/clickhouse.sh stop DIR    stop it
+#
+# With CLICKHOUSE_TLS_CERTS=CERTDIR (a directory scripts/certs.sh wrote), the
+# server also serves the native protocol over TLS on a port of its own
+# (tcp_port_secure), with CERTDIR's server certificate, and refuses a client
+# without a certificate signed by CERTDIR's CA; start then also prints
+# TEST_CLICKHOUSE_TLS_ADDR=host:port. The plaintext port is the same as
+# without it.
 set -euo pipefail
 
 die() { echo "clickhouse.sh: $*" >&2; exit 1; }
@@ -28,11 +35,15 @@ free_port() {
 }
 
 cmd_start() {
-	local dir=$1 tcp http inter
+	local dir=$1 tcp http inter secure="" tls=""
 	mkdir -p "$dir/data" "$dir/tmp" "$dir/user_files" "$dir/format_schemas"
 	tcp=$(free_port)
 	http=$(free_port)
 	inter=$(free_port)
+	if [ -n "${CLICKHOUSE_TLS_CERTS:-}" ]; then
+		secure=$(free_port)
+		tls=$(tls_config "$dir" "$CLICKHOUSE_TLS_CERTS" "$secure")
+	fi
 	cat >"$dir/config.xml" <<XML
 <?xml version="1.0"?>
 <yandex>
@@ -60,6 +71,7 @@ cmd_start() {
     <default_database>default</default_database>
     <timezone>UTC</timezone>
     <mlock_executable>false</mlock_executable>
+$tls
 </yandex>
 XML
 	cat >"$dir/users.xml" <<XML
@@ -87,12 +99,49 @@ XML
 	for _ in $(seq 1 150); do
 		if clickhouse-client --host 127.0.0.1 --port "$tcp" --query 'SELECT 1' >/dev/null 2>&1; then
 			echo "TEST_CLICKHOUSE_ADDR=127.0.0.1:$tcp"
+			if [ -n "$secure" ]; then
+				# The server opens its ports together, so a TLS port that
+				# does not accept now never will.
+				(exec 3<>"/dev/tcp/127.0.0.1/$secure") 2>/dev/null ||
+					{ cat "$dir/server.err.log" >&2 2>/dev/null || true; die "clickhouse-server does not listen on its TLS port $secure"; }
+				echo "TEST_CLICKHOUSE_TLS_ADDR=127.0.0.1:$secure"
+			fi
 			return 0
 		fi
 		sleep 0.2
 	done
 	cat "$dir/server.err.log" >&2 2>/dev/null || true
 	die "clickhouse-server did not answer on port $tcp"
+}
+
+# tls_config copies the server's certificate from CERTDIR into DIR/tls and
+# prints the configuration of the TLS port. In the server context of Poco,
+# which 18.16 configures TLS through, "strict" is the mode that fails a
+# handshake without a client certificate ("relaxed" checks one only when it
+# is sent).
+tls_config() {
+	local dir=$1 certs=$2 port=$3 f
+	for f in ca.pem server.pem server-key.pem; do
+		[ -r "$certs/$f" ] || die "CLICKHOUSE_TLS_CERTS=$certs has no $f: run scripts/certs.sh $certs"
+	done
+	mkdir -p "$dir/tls"
+	cp "$certs/ca.pem" "$certs/server.pem" "$certs/server-key.pem" "$dir/tls/"
+	chmod 600 "$dir/tls/server-key.pem"
+	cat <<XML
+    <tcp_port_secure>$port</tcp_port_secure>
+    <openSSL>
+        <server>
+            <certificateFile>$dir/tls/server.pem</certificateFile>
+            <privateKeyFile>$dir/tls/server-key.pem</privateKeyFile>
+            <caConfig>$dir/tls/ca.pem</caConfig>
+            <loadDefaultCAFile>false</loadDefaultCAFile>
+            <verificationMode>strict</verificationMode>
+            <disableProtocols>sslv2,sslv3,tlsv1,tlsv1_1</disableProtocols>
+            <cacheSessions>true</cacheSessions>
+            <preferServerCiphers>true</preferServerCiphers>
+        </server>
+    </openSSL>
+XML
 }
 
 cmd_stop() {

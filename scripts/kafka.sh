@@ -18,8 +18,17 @@
 # a TCP proxy at host:port forwarding to DIR/proxied keep talking through it
 # (the chaos run cuts one member's broker traffic that way).
 #
+# With KAFKA_SECURE_CERTS=CERTDIR (a directory scripts/certs.sh wrote), start
+# adds a listener named SECURE that speaks SASL_SSL: TLS with CERTDIR's server
+# certificate, a client certificate signed by its CA required, and SASL
+# SCRAM-SHA-512 as user "doclog" with the password in KAFKA_SCRAM_PASSWORD
+# (default: a random one). start and restart then also print
+# TEST_KAFKA_SECURE_SEEDS=host:port and TEST_KAFKA_SECURE_PASSWORD=...; the
+# PLAINTEXT listener is the same as without it. The server's certificate
+# files are copied into DIR, so CERTDIR may go away.
+#
 # Needs Java 17+, Maven and Go, nothing else. Everything but the final
-# TEST_KAFKA_SEEDS line goes to stderr, so callers can capture stdout. The
+# TEST_KAFKA_* lines goes to stderr, so callers can capture stdout. The
 # broker's own output is in DIR/kafka.log.
 set -euo pipefail
 
@@ -164,6 +173,21 @@ cmd_start() {
 		protocols+=",PROXIED:PLAINTEXT"
 		echo "127.0.0.1:$xport" >"$DIR/proxied"
 	fi
+	rm -f "$DIR/secure" "$DIR/scram-password"
+	local secure="" scram=()
+	if [ -n "${KAFKA_SECURE_CERTS:-}" ]; then
+		local sport password
+		sport=$(free_port)
+		while [ "$sport" = "$bport" ] || [ "$sport" = "$cport" ] || [ "$sport" = "${xport:-}" ]; do sport=$(free_port); done
+		password=${KAFKA_SCRAM_PASSWORD:-$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')}
+		secure=$(secure_listener "$DIR" "$KAFKA_SECURE_CERTS" "$password")
+		scram=(--add-scram "SCRAM-SHA-512=[name=doclog,password=$password]")
+		listeners+=",SECURE://127.0.0.1:$sport"
+		advertised+=",SECURE://127.0.0.1:$sport"
+		protocols+=",SECURE:SASL_SSL"
+		echo "127.0.0.1:$sport" >"$DIR/secure"
+		(umask 077 && echo "$password" >"$DIR/scram-password")
+	fi
 	rm -rf "$DIR/data"
 	cat >"$DIR/server.properties" <<EOF
 # One node that is both KRaft controller and broker, for tests only.
@@ -201,6 +225,7 @@ num.network.threads=2
 num.io.threads=4
 background.threads=4
 log.cleaner.threads=1
+$secure
 EOF
 	cat >"$DIR/log4j2.properties" <<EOF
 status = warn
@@ -220,7 +245,7 @@ EOF
 	cluster=$(cluster_id)
 	# A short-lived JVM: C1 alone starts faster.
 	java -XX:TieredStopAtLevel=1 -Xmx256m -Dlog4j2.configurationFile="$DIR/log4j2.properties" -cp "$LIBS/*" \
-		kafka.tools.StorageTool format --standalone -t "$cluster" -c "$DIR/server.properties" >>"$DIR/kafka.log" 2>&1 ||
+		kafka.tools.StorageTool format --standalone -t "$cluster" -c "$DIR/server.properties" ${scram[@]+"${scram[@]}"} >>"$DIR/kafka.log" 2>&1 ||
 		{ tail -n 30 "$DIR/kafka.log" >&2; die "formatting the storage failed"; }
 	launch "$DIR"
 }
@@ -246,6 +271,38 @@ launch() {
 	fi
 	echo "$seeds" >"$DIR/seeds"
 	echo "TEST_KAFKA_SEEDS=$seeds"
+	if [ -f "$DIR/secure" ]; then
+		echo "TEST_KAFKA_SECURE_SEEDS=$(cat "$DIR/secure")"
+		echo "TEST_KAFKA_SECURE_PASSWORD=$(cat "$DIR/scram-password")"
+	fi
+}
+
+# secure_listener copies the server's certificate from CERTDIR into DIR/tls
+# and prints the SECURE listener's settings. SCRAM credentials live in the
+# cluster metadata, so they are added when the storage is formatted, not here.
+secure_listener() {
+	local dir=$1 certs=$2 password=$3 f
+	for f in ca.pem server.pem server-key.pem; do
+		[ -r "$certs/$f" ] || die "KAFKA_SECURE_CERTS=$certs has no $f: run scripts/certs.sh $certs"
+	done
+	# The password sits between the brackets and commas of a format argument.
+	case "$password" in "" | *[],=[]*) die "KAFKA_SCRAM_PASSWORD must be non-empty and hold none of , = [ ]" ;; esac
+	mkdir -p "$dir/tls"
+	(umask 077 && cat "$certs/server-key.pem" "$certs/server.pem" >"$dir/tls/keystore.pem")
+	cp "$certs/ca.pem" "$dir/tls/ca.pem"
+	# PEM stores spare a keytool step; the key is unencrypted PKCS#8, so it
+	# has no password.
+	cat <<EOF
+# SASL_SSL with a client certificate, for tests of TLS and SCRAM.
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.secure.sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.secure.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.secure.ssl.keystore.type=PEM
+listener.name.secure.ssl.keystore.location=$dir/tls/keystore.pem
+listener.name.secure.ssl.truststore.type=PEM
+listener.name.secure.ssl.truststore.location=$dir/tls/ca.pem
+listener.name.secure.ssl.client.auth=required
+EOF
 }
 
 cmd_stop() {

@@ -13,6 +13,14 @@
 # initdb refuses to run as root, so as root the cluster belongs to the
 # "postgres" user that Debian's package creates. fsync is off unless the
 # second argument is "fsync" (benchmarks measure with it on).
+#
+# With PG_TLS_CERTS=CERTDIR (a directory scripts/certs.sh wrote), start makes
+# a cluster that takes TCP connections only over TLS, with CERTDIR's server
+# certificate, and only with a password (scram-sha-256; the superuser's is
+# random, kept in DIR/password); the printed DATABASE_URL carries the
+# password, sslmode=verify-full and sslrootcert=CERTDIR/ca.pem. The Unix
+# socket in DIR, which only DIR's owner can reach, stays trusted, for pg_ctl.
+# A cluster keeps the mode it was made with.
 set -euo pipefail
 
 pg_bindir() {
@@ -56,12 +64,29 @@ cmd_start() {
 		chown postgres "$dir"
 		chmod 700 "$dir"
 	fi
+	local tls=${PG_TLS_CERTS:-}
 	if [ ! -f "$dir/data/PG_VERSION" ]; then
-		as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+		local auth=(--auth=trust)
+		if [ -n "$tls" ]; then
+			# A password without URL metacharacters goes into the URL as is.
+			(umask 077 && head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$dir/password")
+			if [ "$(id -u)" = 0 ]; then chown postgres "$dir/password"; fi
+			auth=(--auth-local=trust --auth-host=scram-sha-256 --pwfile="$dir/password")
+		fi
+		as_owner "$bin/initdb" -D "$dir/data" -U postgres "${auth[@]}" -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
 			{ cat "$dir/initdb.log" >&2; exit 1; }
+	fi
+	if [ -n "$tls" ] && [ ! -f "$dir/password" ]; then
+		echo "pg.sh: the cluster in $dir was made without PG_TLS_CERTS; start it without, or in a new DIR" >&2
+		exit 1
 	fi
 	port=$(free_port)
 	local opts="-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir"
+	if [ -n "$tls" ]; then
+		local tlsopts
+		tlsopts=$(tls_setup "$dir" "$tls")
+		opts+=$tlsopts
+	fi
 	opts+=" -c max_connections=400 -c max_locks_per_transaction=1024 -c shared_buffers=256MB"
 	opts+=" -c max_wal_size=2GB -c checkpoint_timeout=15min"
 	if [ "$durability" = fsync ]; then
@@ -72,8 +97,39 @@ cmd_start() {
 	as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$opts" -w -t 60 start >/dev/null ||
 		{ cat "$dir/server.log" >&2; exit 1; }
 	echo "$port" >"$dir/port"
+	if [ -n "$tls" ]; then
+		local ca
+		ca=$(cd "$tls" && pwd)/ca.pem
+		echo "DATABASE_URL=postgres://postgres:$(cat "$dir/password")@127.0.0.1:$port/postgres?sslmode=verify-full&sslrootcert=$(urlquote "$ca")"
+		return 0
+	fi
 	echo "DATABASE_URL=postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }
+
+# tls_setup copies the server's certificate from CERTDIR into DIR/tls, owned
+# by the cluster's user as Postgres insists for the key, makes TCP take TLS
+# with a password only, and prints the server options that turn TLS on.
+tls_setup() {
+	local dir=$1 certs=$2 f
+	for f in ca.pem server.pem server-key.pem; do
+		[ -r "$certs/$f" ] || { echo "pg.sh: PG_TLS_CERTS=$certs has no $f: run scripts/certs.sh $certs" >&2; exit 1; }
+	done
+	mkdir -p "$dir/tls"
+	cp "$certs/server.pem" "$certs/server-key.pem" "$dir/tls/"
+	chmod 600 "$dir/tls/server-key.pem"
+	if [ "$(id -u)" = 0 ]; then chown -R postgres "$dir/tls"; fi
+	# No host line: a TCP connection without TLS finds no entry and is
+	# refused, so verify-full on the client is what stands between it and
+	# a server that is not this one.
+	as_owner tee "$dir/data/pg_hba.conf" >/dev/null <<EOF
+local all all trust
+hostssl all all 127.0.0.1/32 scram-sha-256
+hostssl all all ::1/128 scram-sha-256
+EOF
+	echo " -c ssl=on -c ssl_cert_file=$dir/tls/server.pem -c ssl_key_file=$dir/tls/server-key.pem -c ssl_min_protocol_version=TLSv1.2"
+}
+
+urlquote() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe="/"))' "$1"; }
 
 cmd_stop() {
 	local dir=$1 bin
