@@ -2,9 +2,11 @@ package analytics
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -152,11 +154,21 @@ func (c Config) Validate() error {
 //	clickhouse://user:password@host:9000,host2:9000/database?secure=true&skip_verify=false&create_database=true
 //
 // The scheme is clickhouse or tcp; the port defaults to 9000, or 9440 with
-// secure=true.
+// secure=true. With secure=true, TLS verifies the server against the
+// system's roots, or against the PEM bundle named by tls_ca_file;
+// tls_cert_file and tls_key_file (both or neither) name a PEM client
+// certificate and key for a server that asks for one; tls_server_name
+// overrides the name verified, which is otherwise each address's host. The
+// files are read here, so a missing or unreadable one fails at start.
 func ParseURL(raw string) (Config, error) {
 	var c Config
 	u, err := url.Parse(raw)
 	if err != nil {
+		// url.Parse's error quotes the URL whole, password and all: keep
+		// only its reason.
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
 		return c, &ConfigError{Field: "url", Reason: fmt.Sprintf("cannot be parsed: %v", err)}
 	}
 	if u.Scheme != "clickhouse" && u.Scheme != "tcp" {
@@ -188,7 +200,15 @@ func ParseURL(raw string) (Config, error) {
 	port := "9000"
 	if secure {
 		port = "9440"
-		c.TLS = &tls.Config{InsecureSkipVerify: skipVerify} //nolint:gosec // the operator asked for it
+		if c.TLS, err = tlsConfig(q, skipVerify); err != nil {
+			return c, err
+		}
+	} else {
+		for _, name := range tlsParams {
+			if q.Get(name) != "" {
+				return c, &ConfigError{Field: "url", Reason: fmt.Sprintf("parameter %s needs secure=true", name)}
+			}
+		}
 	}
 	for _, h := range splitHosts(u.Host) {
 		if _, _, err := net.SplitHostPort(h); err != nil {
@@ -204,6 +224,45 @@ func ParseURL(raw string) (Config, error) {
 		c.Database = u.Path[1:]
 	}
 	return c, nil
+}
+
+var tlsParams = []string{"tls_ca_file", "tls_cert_file", "tls_key_file", "tls_server_name"}
+
+func tlsConfig(q url.Values, skipVerify bool) (*tls.Config, error) {
+	bad := func(format string, args ...any) error {
+		return &ConfigError{Field: "url", Reason: fmt.Sprintf(format, args...)}
+	}
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         q.Get("tls_server_name"),
+		InsecureSkipVerify: skipVerify, //nolint:gosec // the operator asked for it
+	}
+	if ca := q.Get("tls_ca_file"); ca != "" {
+		if skipVerify {
+			return nil, bad("parameter tls_ca_file is ignored with skip_verify=true: drop one")
+		}
+		b, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, bad("parameter tls_ca_file: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, bad("parameter tls_ca_file: %s holds no PEM certificate", ca)
+		}
+		tc.RootCAs = pool
+	}
+	cert, key := q.Get("tls_cert_file"), q.Get("tls_key_file")
+	if (cert == "") != (key == "") {
+		return nil, bad("parameters tls_cert_file and tls_key_file go together: give both or neither")
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, bad("parameters tls_cert_file and tls_key_file: %v", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
 }
 
 func splitHosts(s string) []string {

@@ -1,12 +1,16 @@
 package analytics_test
 
 import (
+	"crypto/tls"
 	"errors"
+	"net/url"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doclog/doclog/internal/testenv"
 	"github.com/doclog/doclog/projectors/analytics"
 )
 
@@ -74,5 +78,51 @@ func TestParseURL(t *testing.T) {
 		_, err := analytics.ParseURL(bad)
 		var ce *analytics.ConfigError
 		require.True(t, errors.As(err, &ce), "%s: got %v", bad, err)
+	}
+}
+
+// TestParseURLTLS reads the TLS parameters into the Config's tls.Config and
+// refuses those that cannot work before any connection is tried.
+func TestParseURLTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := testenv.NewCA(t)
+	caFile := filepath.Join(dir, "ca.pem")
+	testenv.WriteFile(t, caFile, ca.CertPEM)
+	certFile, keyFile := ca.Client(t, "doclog").Write(t, dir, "client")
+	_, otherKey := ca.Client(t, "other").Write(t, dir, "other")
+	tlsURL := func(params string) string { return "clickhouse://ch/doclog?" + params }
+
+	c, err := analytics.ParseURL(tlsURL(url.Values{
+		"secure": {"true"}, "tls_ca_file": {caFile}, "tls_cert_file": {certFile}, "tls_key_file": {keyFile}, "tls_server_name": {"ch.internal"},
+	}.Encode()))
+	require.NoError(t, err)
+	require.Equal(t, []string{"ch:9440"}, c.Addr)
+	require.NotNil(t, c.TLS)
+	require.True(t, c.TLS.RootCAs.Equal(ca.Pool()), "the CA file is the only trust")
+	require.Len(t, c.TLS.Certificates, 1)
+	require.Equal(t, "ch.internal", c.TLS.ServerName)
+	require.Equal(t, uint16(tls.VersionTLS12), c.TLS.MinVersion)
+	require.False(t, c.TLS.InsecureSkipVerify)
+
+	c, err = analytics.ParseURL(tlsURL("secure=true"))
+	require.NoError(t, err)
+	require.Nil(t, c.TLS.RootCAs, "without tls_ca_file the system's roots are trusted")
+	require.Empty(t, c.TLS.Certificates)
+
+	for _, tc := range []struct{ params, reason string }{
+		{url.Values{"tls_ca_file": {caFile}}.Encode(), "parameter tls_ca_file needs secure=true"},
+		{url.Values{"secure": {"true"}, "tls_cert_file": {certFile}}.Encode(), "tls_cert_file and tls_key_file go together"},
+		{url.Values{"secure": {"true"}, "tls_key_file": {keyFile}}.Encode(), "tls_cert_file and tls_key_file go together"},
+		{url.Values{"secure": {"true"}, "tls_ca_file": {filepath.Join(dir, "missing.pem")}}.Encode(), "no such file"},
+		{url.Values{"secure": {"true"}, "tls_ca_file": {keyFile}}.Encode(), "holds no PEM certificate"},
+		{url.Values{"secure": {"true"}, "skip_verify": {"true"}, "tls_ca_file": {caFile}}.Encode(), "ignored with skip_verify=true"},
+		{url.Values{"secure": {"true"}, "tls_cert_file": {certFile}, "tls_key_file": {otherKey}}.Encode(), "private key does not match public key"},
+	} {
+		_, err := analytics.ParseURL(tlsURL(tc.params))
+		var ce *analytics.ConfigError
+		require.True(t, errors.As(err, &ce), "%s: got %v", tc.params, err)
+		require.Equal(t, "url", ce.Field)
+		require.Contains(t, ce.Reason, tc.reason, tc.params)
 	}
 }
