@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/tls"
 	"os"
 	"testing"
 	"time"
@@ -30,9 +31,16 @@ func ClickHouseAddr(t testing.TB) string {
 func ClickHouseDatabase(t testing.TB) (addr, database string) {
 	t.Helper()
 	addr = ClickHouseAddr(t)
-	database = UniqueName(t, "t_")
+	return addr, clickHouseDatabaseAt(t, addr, nil)
+}
+
+// clickHouseDatabaseAt is ClickHouseDatabase on the server at addr, reached
+// with tc when it is not nil.
+func clickHouseDatabaseAt(t testing.TB, addr string, tc *tls.Config) string {
+	t.Helper()
+	database := UniqueName(t, "t_")
 	exec := func(query string) error {
-		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, DialTimeout: 10 * time.Second})
+		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, TLS: tc, DialTimeout: 10 * time.Second})
 		if err != nil {
 			return err
 		}
@@ -49,5 +57,5 @@ func ClickHouseDatabase(t testing.TB) (addr, database string) {
 			t.Errorf("dropping ClickHouse test database %s: %v", database, err)
 		}
 	})
-	return addr, database
+	return database
 }

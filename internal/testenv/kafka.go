@@ -62,14 +62,20 @@ func Kafka(t testing.TB) *KafkaEnv {
 // and start.
 func KafkaAt(t testing.TB, seeds []string) *KafkaEnv {
 	t.Helper()
+	return kafkaWith(t, kafka.Config{Seeds: seeds, ClientID: "doclog-test"})
+}
+
+// kafkaWith is KafkaAt for brokers reached with cfg, which cleanup uses too.
+func kafkaWith(t testing.TB, cfg kafka.Config) *KafkaEnv {
+	t.Helper()
 	prefix := UniqueName(t, "t_") + "."
 	env := &KafkaEnv{
-		Config: kafka.Config{Seeds: seeds, ClientID: "doclog-test"},
+		Config: cfg,
 		Topics: kafka.TopicsConfig{Prefix: prefix, JobsPartitions: 4},
 		Names:  kafka.TopicNames(prefix),
 		t:      t,
 	}
-	t.Cleanup(func() { deleteTopics(t, seeds, prefix, env.known()) })
+	t.Cleanup(func() { deleteTopics(t, cfg, prefix, env.known()) })
 	return env
 }
 
@@ -128,10 +134,10 @@ func (e *KafkaEnv) CreateTopics() kafka.Topics {
 // deleteTopics deletes the test's topics: those it named and any other under
 // its prefix. Named ones are deleted even when a listing misses them, since a
 // KRaft broker learns of a topic a moment after it was created.
-func deleteTopics(t testing.TB, seeds []string, prefix string, named []string) {
+func deleteTopics(t testing.TB, cfg kafka.Config, prefix string, named []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := kafka.NewClient(cfg, nil)
 	if err != nil {
 		t.Errorf("delete test topics: create client: %v", err)
 		return

@@ -54,13 +54,18 @@ func UniqueName(t testing.TB, prefix string) string {
 // test ends.
 func PostgresSchema(t testing.TB) string {
 	t.Helper()
-	base := PostgresURL(t)
+	return postgresSchemaAt(t, PostgresURL(t), EnvDatabaseURL)
+}
+
+// postgresSchemaAt is PostgresSchema on the server at base, which env names.
+func postgresSchemaAt(t testing.TB, base, env string) string {
+	t.Helper()
 	schema := UniqueName(t, "t_")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		t.Fatalf("connecting to the test database at %s: %v (is it running? see `make test`)", EnvDatabaseURL, err)
+		t.Fatalf("connecting to the test database at %s: %v (is it running? see `make test`)", env, err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
