@@ -44,7 +44,11 @@ func WithRequestID(next http.Handler, logger *zap.Logger) http.Handler {
 		w.Header().Set(HeaderRequestID, id)
 		rw := &requestWriter{ResponseWriter: w, logger: logger.With(
 			zap.String("request_id", id), zap.String("method", r.Method), zap.String("path", r.URL.Path))}
-		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+		inner := r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		next.ServeHTTP(rw, inner)
+		// The mux sets the pattern it matched on the request it was given,
+		// the copy; RequestMetrics, around this, labels by the original's.
+		r.Pattern = inner.Pattern
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -179,3 +180,32 @@ func TestReadiness(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+// Request metrics around WithRequestID still label a request by the route
+// pattern the mux matched, not as unmatched.
+func TestRequestIDKeepsTheRoutePattern(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/things/{id}", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.WriteError(w, &httpapi.Error{Status: http.StatusGatewayTimeout, Code: "timeout", Message: "late"})
+	})
+	h := httpapi.NewRequestMetrics(reg, "test").Wrap(httpapi.WithRequestID(mux, nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/v1/things/7", nil))
+
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "doclog_test_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			got[labels["route"]+" "+labels["code"]] = m.GetCounter().GetValue()
+		}
+	}
+	require.Equal(t, map[string]float64{"GET /v1/things/{id} 504": 1}, got)
+}
