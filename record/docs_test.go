@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
@@ -171,8 +172,45 @@ func TestSchemasRejectWhatDecodersReject(t *testing.T) {
 		{"no streams", record.SchemaWriteReadyV1, strings.Replace(wr, wr[strings.Index(wr, `"streams":[`)+10:strings.Index(wr, `,"consistencyToken"`)], "[]", 1)},
 		{"operations and omitted", record.SchemaWriteReadyV1, strings.Replace(wr, `"operations":[`, `"operationsOmitted":true,"operations":[`, 1)},
 		{"unknown operation field", record.SchemaWriteReadyV1, strings.Replace(wr, `"skip":0`, `"skip":0,"x":1`, 1)},
+		{"escape in document id", record.SchemaJobV1, strings.Replace(job, `"documentId":"`+docID, `"documentId":"`+docID+`\u001b[2J`, 1)},
+		{"DEL in action scope", record.SchemaJobV1, strings.Replace(job, `"scope":"global"`, "\"scope\":\"glo\x7fbal\"", 1)},
+		{"C1 in action id", record.SchemaJobV1, strings.Replace(job, `"id":"a-1"`, "\"id\":\"a-1\u009b\"", 1)},
+		{"override in branch", record.SchemaJobV1, strings.Replace(job, `"branch":"main"`, "\"branch\":\"\u202emain\"", 1)},
+		{"bell in write-ready document type", record.SchemaWriteReadyV1, strings.Replace(wr, `"documentType":"doclog/ledger"`, `"documentType":"doclog/ledger\u0007"`, 1)},
+		{"isolate in stream scope", record.SchemaWriteReadyV1, strings.Replace(wr, `"scope":"global"`, "\"scope\":\"global\u2066\"", 1)},
 	} {
 		require.Error(t, validateAgainst(t, schemas[tc.schema], []byte(tc.value)), "schema accepts %s", tc.name)
 		require.Error(t, decodeAny(tc.schema, []byte(tc.value)), "decoder accepts %s", tc.name)
+	}
+}
+
+// TestNamePatternIsTheTextRule holds the "name" pattern of the job and
+// write-ready schemas to oplog.IsUnsafeRune, rune by rune over all of
+// Unicode, so the schemas refuse exactly the characters the decoders do.
+func TestNamePatternIsTheTextRule(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{"job.v1.schema.json", "write-ready.v1.schema.json"} {
+		raw, err := os.ReadFile(filepath.Join("..", "docs", "schemas", file))
+		require.NoError(t, err)
+		var doc struct {
+			Defs struct {
+				Name struct {
+					Pattern string `json:"pattern"`
+				} `json:"name"`
+			} `json:"$defs"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &doc))
+		require.NotEmpty(t, doc.Defs.Name.Pattern, "%s: $defs.name has a pattern", file)
+		require.False(t, bytes.ContainsFunc(raw, func(r rune) bool { return r != '\n' && oplog.IsUnsafeRune(r) }),
+			"%s: the pattern names its characters with JSON escapes, so the file shows them", file)
+		re, err := regexp.Compile(doc.Defs.Name.Pattern)
+		require.NoError(t, err, file)
+		for r := rune(0); r <= unicode.MaxRune; r++ {
+			if r >= 0xd800 && r <= 0xdfff {
+				continue // not characters; JSON text cannot hold them alone
+			}
+			s := "a" + string(r) + "b"
+			require.Equal(t, !oplog.IsUnsafeRune(r), re.MatchString(s), "%s: U+%04X", file, r)
+		}
 	}
 }

@@ -12,15 +12,17 @@ type ErrorType string
 
 const (
 	// ErrDecode: the job record could not be read as a doclog.job record:
-	// malformed JSON, an unknown schema version, a missing or unknown
-	// field, or a record key that is not the job's documentId.
+	// malformed JSON or text that is not Unicode, an unknown schema
+	// version, a missing or unknown field, a name in text oplog.CheckText
+	// refuses, or a record key that is not the job's documentId.
 	ErrDecode ErrorType = "DECODE_ERROR"
 	// ErrRecordTooLarge: the record's value exceeds the size doclog accepts
 	// for its kind; the dead letter keeps a prefix of it.
 	ErrRecordTooLarge ErrorType = "RECORD_TOO_LARGE"
-	// ErrInvalidAction: an action lacks an id, type or scope, repeats
-	// another action's id, carries input that is not JSON, or names an
-	// action type or scope the document model does not declare.
+	// ErrInvalidAction: an action lacks an id, type or scope or holds one in
+	// text oplog.CheckText refuses, repeats another action's id, carries
+	// input that is not JSON or that the model refuses, or names an action
+	// type or scope the document model does not declare.
 	ErrInvalidAction ErrorType = "INVALID_ACTION"
 	// ErrUnknownDocumentType: no member knows the job's document type.
 	// Executors wait a while first, since a rolling upgrade may be

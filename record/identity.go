@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/doclog/doclog/internal/jsonvalue"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // ReadableIdentity reads what a job record that failed to decode still says
 // of itself: its jobId, and the document it belongs to (its documentId, or
 // the record key, by which jobs are keyed). ok is false unless the value is
-// a JSON object whose jobId is a well-formed job id and a well-formed
-// document id is found; the rest of the record may break the contract in
-// any way. It lets a refused record give its producer a FAILED result
+// a JSON object whose jobId is a well-formed job id and a document id is
+// found (in text the contract accepts, or else escaped with
+// oplog.EscapeText); the rest of the record may break the contract in any
+// way. It lets a refused record give its producer a FAILED result
 // instead of leaving its job PENDING.
 func ReadableIdentity(rec *kgo.Record) (jobID, documentID string, ok bool) {
 	var w struct {
@@ -27,11 +31,26 @@ func ReadableIdentity(rec *kgo.Record) (jobID, documentID string, ok bool) {
 	if checkUUID(id) != "" {
 		return "", "", false
 	}
-	if doc, _ := w.DocumentID.(string); checkName(doc) == "" {
-		return id, doc, true
+	doc, _ := w.DocumentID.(string)
+	if jsonvalue.CheckText(rec.Value) != nil {
+		// The lenient decoder turned what is not Unicode into U+FFFD, so
+		// the decoded id may be another document's; the key keeps the
+		// bytes.
+		doc = ""
 	}
-	if key := string(rec.Key); checkName(key) == "" {
-		return id, key, true
+	candidates := []string{doc, string(rec.Key)}
+	for _, c := range candidates {
+		if checkName(c) == "" {
+			return id, c, true
+		}
+	}
+	// A document id in text the contract refuses still tells the producer
+	// which job failed; the verdict names it escaped, so the job result
+	// never carries the characters the record was refused for.
+	for _, c := range candidates {
+		if checkShape(c) == "" {
+			return id, oplog.EscapeText(c), true
+		}
 	}
 	return "", "", false
 }

@@ -101,6 +101,14 @@ func TestDecodeJobErrors(t *testing.T) {
 		{"queue hint on itself", replace(jobID2, jobID), record.ErrDecode, "queueHint[0]: a job cannot wait for itself"},
 		{"negative retries", replace(`"maxRetries":3`, `"maxRetries":-1`), record.ErrDecode, "maxRetries: -1 is outside 0..1000"},
 		{"meta not an object", replace(`"meta":{"traceId":"abc"}`, `"meta":"abc"`), record.ErrDecode, "meta: not a JSON object"},
+		{"unpaired surrogate", replace(docID, `d\ud800`), record.ErrDecode, `record value is not valid Unicode (\ud800 at byte`},
+		{"escape in document id", replace(docID, `doc\u001b]0;pwned\u0007`), record.ErrDecode, "documentId: contains a control character (U+001B at byte 3)"},
+		{"bell in document type", replace(`"doclog/ledger"`, `"doclog/ledger\u0007"`), record.ErrDecode, "documentType: contains a control character (U+0007 at byte 13)"},
+		{"override in branch", replace(`"branch":"main"`, "\"branch\":\"ma\u202ein\""), record.ErrDecode, "branch: contains a bidirectional formatting character (U+202E at byte 2)"},
+		{"separator in branch", replace(`"branch":"main"`, `"branch":"main\u2028"`), record.ErrDecode, "branch: contains a line or paragraph separator (U+2028 at byte 4)"},
+		{"DEL in action scope", replace(`"scope":"document"`, "\"scope\":\"docu\x7fment\""), record.ErrInvalidAction, "actions[1].scope: contains a control character (U+007F at byte 4)"},
+		{"C1 in action type", replace(`"type":"ADD_ENTRY"`, "\"type\":\"ADD\u009b_ENTRY\""), record.ErrInvalidAction, "actions[0].type: contains a control character (U+009B at byte 3)"},
+		{"newline in action id", replace(`"id":"a-2"`, `"id":"a-2\n"`), record.ErrInvalidAction, "actions[1].id: contains a control character (U+000A at byte 3)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/doclog/doclog/internal/jsonvalue"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // HeaderSchema is the Kafka record header naming a record's schema.
@@ -128,13 +129,16 @@ func decodeStrict(schema string, data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fail("empty record value", nil)
 	}
-	if !utf8.Valid(data) {
-		return fail("record value is not valid UTF-8", nil)
-	}
 	if err := jsonvalue.DecodeStrict(data, v); err != nil {
-		var td *jsonvalue.TrailingDataError
-		if errors.As(err, &td) {
+		var (
+			td *jsonvalue.TrailingDataError
+			te *jsonvalue.TextError
+		)
+		switch {
+		case errors.As(err, &td):
 			return fail(fmt.Sprintf("malformed JSON: data after the record's JSON value at byte %d", td.Offset), err)
+		case errors.As(err, &te):
+			return fail("record value is "+te.Error(), err)
 		}
 		return fail(jsonReason(err), err)
 	}
@@ -200,8 +204,19 @@ func checkUUID(s string) string {
 }
 
 // checkName returns why s is not a usable name (id, type, scope, branch), or
-// "".
+// "": the shape checkShape asks for, in text oplog.CheckText accepts.
 func checkName(s string) string {
+	if why := checkShape(s); why != "" {
+		return why
+	}
+	if err := oplog.CheckText(s); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// checkShape returns why s is not a name by its length alone, or "".
+func checkShape(s string) string {
 	if s == "" {
 		return "missing"
 	}
