@@ -43,7 +43,7 @@ func (r *Registry) Apply(doc, target *StreamState, a *oplog.Action) (Applied, er
 		return Applied{}, &InvalidInput{At: where, Reason: fmt.Sprintf("action scope %q does not match the stream's scope %q", a.Scope, target.Stream.Scope)}
 	}
 	if target.Stream.Scope == oplog.ScopeDocument {
-		return r.applyDocumentAction(target, a, 0, where)
+		return r.applyDocumentAction(target, a, 0, true, where)
 	}
 	if doc == nil || doc.Revision == 0 {
 		return Applied{}, &DocumentNotFound{At: where}
@@ -54,15 +54,17 @@ func (r *Registry) Apply(doc, target *StreamState, a *oplog.Action) (Applied, er
 	if target.DocumentType != doc.DocumentType {
 		return Applied{}, &InvalidInput{At: where, Reason: fmt.Sprintf("document %s is a %s, not a %s", doc.Stream.DocumentID, doc.DocumentType, target.DocumentType)}
 	}
-	return r.applyModelAction(target, doc.Version, a, where)
+	return r.applyModelAction(target, doc.Version, a, true, where)
 }
 
-func (r *Registry) applyDocumentAction(st *StreamState, a *oplog.Action, replayVersion int, where At) (Applied, error) {
+// applyDocumentAction and applyModelAction apply a new action when fresh,
+// and replay a stored one otherwise (ActionSpec.Check runs only when fresh).
+func (r *Registry) applyDocumentAction(st *StreamState, a *oplog.Action, replayVersion int, fresh bool, where At) (Applied, error) {
 	spec, ok := systemAction(a.Type)
 	if !ok {
 		return Applied{}, &UnknownActionType{At: where, DocumentType: st.DocumentType, Version: st.Version}
 	}
-	input, err := spec.Decode(a.Input)
+	input, err := spec.decode(a.Input, fresh)
 	if err != nil {
 		return Applied{}, locate(err, where)
 	}
@@ -82,7 +84,7 @@ func (r *Registry) applyDocumentAction(st *StreamState, a *oplog.Action, replayV
 	return finish(st, next, version, where)
 }
 
-func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Action, where At) (Applied, error) {
+func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Action, fresh bool, where At) (Applied, error) {
 	m, err := r.Get(st.DocumentType, version)
 	if err != nil {
 		return Applied{}, err
@@ -94,11 +96,9 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 	if !spec.AllowsScope(st.Stream.Scope) {
 		return Applied{}, &InvalidInput{At: where, Reason: fmt.Sprintf("%s applies to scope %v, not %q", a.Type, spec.Scopes, st.Stream.Scope)}
 	}
-	var input any = a.Input
-	if spec.Decode != nil {
-		if input, err = spec.Decode(a.Input); err != nil {
-			return Applied{}, locate(err, where)
-		}
+	input, err := spec.decode(a.Input, fresh)
+	if err != nil {
+		return Applied{}, locate(err, where)
 	}
 	state := st.State
 	switch {
@@ -258,9 +258,9 @@ func (r *Registry) replayOne(st *StreamState, op *oplog.Operation) error {
 	where := At{Stream: st.Stream, Index: op.Index, ActionType: op.Action.Type}
 	var err error
 	if st.Stream.Scope == oplog.ScopeDocument {
-		_, err = r.applyDocumentAction(st, &op.Action, op.Version, where)
+		_, err = r.applyDocumentAction(st, &op.Action, op.Version, false, where)
 	} else {
-		_, err = r.applyModelAction(st, op.Version, &op.Action, where)
+		_, err = r.applyModelAction(st, op.Version, &op.Action, false, where)
 	}
 	if err != nil {
 		return fmt.Errorf("replay %s index %d: %w", st.Stream, op.Index, err)

@@ -85,12 +85,17 @@ func locate(err error, where At) error {
 type InvalidInput struct {
 	At
 	Reason string
+	// Field is the input field at fault, as a path ("name", "lines[2].id"),
+	// when the check knows it; Err is the cause, when there is one.
+	Field string
+	Err   error
 }
 
 func (e *InvalidInput) Name() string { return NameInvalidInput }
 func (e *InvalidInput) Error() string {
 	return e.At.String() + "invalid input: " + e.Reason
 }
+func (e *InvalidInput) Unwrap() error { return e.Err }
 
 // Invalidf builds an InvalidInput for a reducer or an input decoder.
 func Invalidf(format string, args ...any) *InvalidInput {

@@ -65,9 +65,36 @@ type ActionSpec struct {
 	// as Call.Input. It returns *InvalidInput on bad input and never looks at
 	// state. Nil accepts any input and passes it undecoded.
 	Decode func(raw json.RawMessage) (any, error)
+	// Check holds a new action's decoded input to rules that are not part
+	// of its replay: Apply runs it after Decode, Replay does not, so a rule
+	// added or tightened later never makes a stored stream unreplayable.
+	// It returns *InvalidInput; nil checks nothing.
+	Check func(input any) error
 	// Reduce is the reducer of this action; Spec.Reduce dispatches to it.
 	Reduce func(state any, call *Call) (any, error)
 }
+
+// decode runs Decode, and Check too for a new action (fresh).
+func (a *ActionSpec) decode(raw json.RawMessage, fresh bool) (any, error) {
+	var input any = raw
+	if a.Decode != nil {
+		var err error
+		if input, err = a.Decode(raw); err != nil {
+			return nil, err
+		}
+	}
+	if fresh && a.Check != nil {
+		if err := a.Check(input); err != nil {
+			return nil, err
+		}
+	}
+	return input, nil
+}
+
+// Validate is what Apply asks of a new action's raw input: Decode, then
+// Check. It returns the decoded input, for a caller (the ingest API) that
+// refuses an action before it is submitted.
+func (a *ActionSpec) Validate(raw json.RawMessage) (any, error) { return a.decode(raw, true) }
 
 // AllowsScope reports whether the action may target scope.
 func (a *ActionSpec) AllowsScope(scope string) bool { return slices.Contains(a.Scopes, scope) }
@@ -258,6 +285,20 @@ func CheckID(field, id string) error {
 	}
 	if len(id) > MaxIDLength {
 		return Invalidf("%s is longer than %d bytes", field, MaxIDLength)
+	}
+	return nil
+}
+
+// CheckText refuses an input field that names something (an id, a name, a
+// label) in text the log's names may not hold (oplog.CheckText: control
+// characters, bidirectional overrides, bytes that are not UTF-8). The
+// InvalidInput names the field and wraps the *oplog.UnsafeTextError, so the
+// ingest API can point at the field. Call it from ActionSpec.Check, so that
+// streams written before the rule still replay. Free text a model only
+// stores is its data; whether to hold it to this rule is the model's choice.
+func CheckText(field, s string) error {
+	if err := oplog.CheckText(s); err != nil {
+		return &InvalidInput{Reason: field + " " + err.Error(), Field: field, Err: err}
 	}
 	return nil
 }

@@ -113,6 +113,12 @@ func validateSlug(slug string) error {
 	if len(slug) > MaxSlugLength {
 		return Invalidf("slug is longer than %d characters", MaxSlugLength)
 	}
+	// The pattern below refuses these characters too, so no stored slug
+	// holds one and replay is unaffected; checking first gives the reason
+	// every other name gives for them.
+	if err := CheckText("slug", slug); err != nil {
+		return err
+	}
 	if !slugPattern.MatchString(slug) {
 		return Invalidf("slug %q must be lowercase letters, digits, '.', '_' or '-', starting and ending with a letter or digit", slug)
 	}
@@ -162,6 +168,7 @@ var systemActions = []*ActionSpec{
 			}
 			return validateSlug(in.Slug)
 		}),
+		Check: func(input any) error { return CheckText("name", input.(*CreateDocumentInput).Name) },
 	},
 	{
 		Type: ActionUpgradeDocument, Scopes: []string{oplog.ScopeDocument},
@@ -185,6 +192,12 @@ var systemActions = []*ActionSpec{
 		Description: "Links this document to a target document (default type \"child\"); the indexer projects it.",
 		Input:       `{"targetId": string, "type"?: string, "metadata"?: object}`,
 		Decode:      DecodeInput(validateRelationship(true)),
+		// Only a new link is held to the text rule: one added before the
+		// rule can still be removed.
+		Check: func(input any) error {
+			in := input.(*RelationshipInput)
+			return FirstError(CheckText("targetId", in.TargetID), CheckText("type", in.Type))
+		},
 	},
 	{
 		Type: ActionRemoveRelationship, Scopes: []string{oplog.ScopeDocument},
@@ -197,6 +210,7 @@ var systemActions = []*ActionSpec{
 		Description: "Sets the document's name.",
 		Input:       `{"name": string}`,
 		Decode:      DecodeInput(func(in *SetNameInput) error { return validateName(in.Name) }),
+		Check:       func(input any) error { return CheckText("name", input.(*SetNameInput).Name) },
 	},
 	{
 		Type: ActionSetSlug, Scopes: []string{oplog.ScopeDocument},
