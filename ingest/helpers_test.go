@@ -123,6 +123,21 @@ func (r response) apiError(t *testing.T) apiError {
 	return e
 }
 
+// requireRefused checks that res is an error answer of status and code
+// naming field, with a message that holds message and leads with the field.
+func requireRefused(t *testing.T, res response, status int, code, field, message string) apiError {
+	t.Helper()
+	require.Equal(t, status, res.status, "body: %s", res.body)
+	e := res.apiError(t)
+	require.Equal(t, code, e.Error.Code, "body: %s", res.body)
+	require.Equal(t, field, e.Error.Field, "body: %s", res.body)
+	require.Contains(t, e.Error.Message, message)
+	if field != "" {
+		require.True(t, strings.HasPrefix(e.Error.Message, field+": "), "the message leads with the field: %s", e.Error.Message)
+	}
+	return e
+}
+
 // do serves the request through h and checks the response against the
 // OpenAPI document: every response a test sees is one the document allows.
 func do(t *testing.T, h http.Handler, req request) response {

@@ -93,10 +93,13 @@ func decodeStrict(data []byte, v any, prefix string) *APIError {
 			se *json.SyntaxError
 			te *json.UnmarshalTypeError
 			td *jsonvalue.TrailingDataError
+			tx *jsonvalue.TextError
 		)
 		switch {
 		case errors.As(err, &td):
 			return bad(prefix, "malformed JSON: data after the JSON value at byte %d", td.Offset)
+		case errors.As(err, &tx):
+			return bad(prefix, "the request body is %s", tx)
 		case errors.As(err, &se):
 			return bad(prefix, "malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 		case errors.As(err, &te):

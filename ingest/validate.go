@@ -80,6 +80,9 @@ func (v *validator) build(s *submission, jobID string) (*record.Job, *APIError) 
 	unprocessable := func(code, field, format string, args ...any) *APIError {
 		return fieldError(http.StatusUnprocessableEntity, code, field, format, args...)
 	}
+	if e := checkNames(s); e != nil {
+		return nil, e
+	}
 	if s.documentID == "" {
 		return nil, unprocessable(CodeInvalidField, "documentId", "required")
 	}
@@ -146,6 +149,11 @@ func (v *validator) action(m model.Model, raw json.RawMessage, field, jobID stri
 	if e := decodeStrict(raw, &b, field); e != nil {
 		return oplog.Action{}, e
 	}
+	for _, f := range []struct{ name, v string }{{"id", b.ID}, {"type", b.Type}, {"scope", b.Scope}} {
+		if e := checkText(field+"."+f.name, f.v); e != nil {
+			return oplog.Action{}, e
+		}
+	}
 	if b.Type == "" {
 		return oplog.Action{}, unprocessable(CodeInvalidField, field+".type", "required")
 	}
@@ -180,10 +188,8 @@ func (v *validator) action(m model.Model, raw json.RawMessage, field, jobID stri
 		return oplog.Action{}, unprocessable(CodeInvalidScope, field+".scope", "%s applies to scope %s, not %q",
 			b.Type, strings.Join(spec.Scopes, " or "), b.Scope)
 	}
-	if spec.Decode != nil {
-		if _, err := spec.Decode(input); err != nil {
-			return oplog.Action{}, inputError(field+".input", err)
-		}
+	if _, err := spec.Validate(input); err != nil {
+		return oplog.Action{}, inputError(field+".input", err)
 	}
 	a := oplog.Action{ID: b.ID, Type: b.Type, Scope: b.Scope, TimestampUtcMs: nowMs, Input: input, Context: ctx}
 	if a.ID == "" {
@@ -214,6 +220,9 @@ var inputFieldReason = regexp.MustCompile(`^field "([^"]+)" must be (.+)$`)
 // the input field where the model's message allows it.
 func inputError(field string, err error) *APIError {
 	var ii *model.InvalidInput
+	if e := unsafeInput(field, err); e != nil {
+		return e
+	}
 	if !errors.As(err, &ii) {
 		return fieldError(http.StatusUnprocessableEntity, CodeInvalidInput, field, "%s", err.Error())
 	}
@@ -230,8 +239,12 @@ func (v *validator) systemInput(actionType, field string, input any) (json.RawMe
 	if err != nil {
 		return nil, fieldError(http.StatusUnprocessableEntity, CodeInvalidField, field, "%s", err.Error())
 	}
-	if _, err := v.system[actionType].Decode(raw); err != nil {
+	if _, err := v.system[actionType].Validate(raw); err != nil {
 		var ii *model.InvalidInput
+		var ut *oplog.UnsafeTextError
+		if errors.As(err, &ut) {
+			return nil, fieldError(http.StatusBadRequest, CodeInvalidField, field, "%s", ut)
+		}
 		if errors.As(err, &ii) {
 			return nil, fieldError(http.StatusUnprocessableEntity, CodeInvalidInput, field, "%s", ii.Reason)
 		}
@@ -250,4 +263,45 @@ func recordError(err error) *APIError {
 		return fieldError(http.StatusRequestEntityTooLarge, CodeRecordTooLarge, ve.Field, "%s", ve.Reason)
 	}
 	return fieldError(http.StatusUnprocessableEntity, CodeInvalidField, ve.Field, "%s", ve.Reason)
+}
+
+// checkNames refuses a submission whose names (the document's id, type and
+// branch, the job ids it waits for) hold text the record contract refuses,
+// before anything else reads them: the client learns the real fault, and
+// no registry message or log line carries the characters.
+func checkNames(s *submission) *APIError {
+	fields := []struct{ name, v string }{{"documentId", s.documentID}, {"documentType", s.documentType}}
+	if s.branch != nil {
+		fields = append(fields, struct{ name, v string }{"branch", *s.branch})
+	}
+	for i, id := range s.queueHint {
+		fields = append(fields, struct{ name, v string }{"queueHint[" + strconv.Itoa(i) + "]", id})
+	}
+	for _, f := range fields {
+		if e := checkText(f.name, f.v); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// checkText refuses a name in text oplog.CheckText refuses: 400, like any
+// request whose text is malformed, whatever the registry says.
+func checkText(field, s string) *APIError {
+	if err := oplog.CheckText(s); err != nil {
+		return fieldError(http.StatusBadRequest, CodeInvalidField, field, "%s", err)
+	}
+	return nil
+}
+
+// unsafeInput maps a model's refusal of a name in an action's input (a
+// document name, a relationship's target) for the text it holds to the
+// answer checkText gives; nil for any other refusal.
+func unsafeInput(field string, err error) *APIError {
+	var ut *oplog.UnsafeTextError
+	var ii *model.InvalidInput
+	if !errors.As(err, &ut) || !errors.As(err, &ii) || ii.Field == "" {
+		return nil
+	}
+	return fieldError(http.StatusBadRequest, CodeInvalidField, field+"."+ii.Field, "%s", ut)
 }
