@@ -255,6 +255,25 @@ func (r *topicReader) until(within time.Duration, what string, done func([]*kgo.
 	return r.recs
 }
 
+// deadLetters reads the dead-letter topic until it holds dead letters of n
+// keys, keyOf naming each ("" passes one over), and returns them by key.
+func (r *topicReader) deadLetters(within time.Duration, n int, keyOf func(*record.DeadLetter) string) map[string]*record.DeadLetter {
+	r.b.t.Helper()
+	letters := map[string]*record.DeadLetter{}
+	r.until(within, fmt.Sprintf("dead letters of %d keys", n), func(recs []*kgo.Record) bool {
+		clear(letters)
+		for _, rec := range recs {
+			d, err := record.DecodeDeadLetter(rec)
+			require.NoError(r.b.t, err)
+			if k := keyOf(d); k != "" {
+				letters[k] = d
+			}
+		}
+		return len(letters) >= n
+	})
+	return letters
+}
+
 // writeReadies reads the write-ready topic until every job id has a record,
 // and returns them by job id (re-announcements included).
 func (b *bundle) writeReadies(r *topicReader, ids []string, within time.Duration) map[string][]*record.WriteReady {

@@ -105,19 +105,11 @@ func TestPoisonDoesNotBlockThePartition(t *testing.T) {
 	b.checkDocument("doc-json", jsondoc.DocumentType, []string{later.JobID})
 
 	// Dead letters by job id, and by type for records that never decoded.
-	letters := map[string]*record.DeadLetter{}
-	dlq.until(30*time.Second, "eight dead letters", func(recs []*kgo.Record) bool {
-		clear(letters)
-		for _, rec := range recs {
-			d, err := record.DecodeDeadLetter(rec)
-			require.NoError(t, err)
-			if d.Job != nil {
-				letters[d.Job.JobID] = d
-			} else {
-				letters[string(d.ErrorType)] = d
-			}
+	letters := dlq.deadLetters(30*time.Second, 8, func(d *record.DeadLetter) string {
+		if d.Job != nil {
+			return d.Job.JobID
 		}
-		return len(letters) >= 8
+		return string(d.ErrorType)
 	})
 	for typ, f := range failed {
 		d := letters[f.job.JobID]
