@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,10 +59,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	case errors.Is(err, errProblemsFound):
 		return exitProblems
 	case errors.As(err, &ue):
-		fmt.Fprintln(errOut, "doclogctl:", err)
+		fmt.Fprintln(errOut, "doclogctl:", escapeLines(err.Error()))
 		return exitUsage
 	default:
-		fmt.Fprintln(errOut, "doclogctl:", err)
+		fmt.Fprintln(errOut, "doclogctl:", escapeLines(err.Error()))
 		return exitFailed
 	}
 }
@@ -123,17 +124,23 @@ func (g *globals) withTimeout(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(ctx, g.timeout)
 }
 
-// render writes v as indented JSON with -o json, or as the table fill builds.
+// render writes v as indented JSON with -o json, or as the table fill builds;
+// either way text that could drive the terminal is escaped (escape.go).
 func (g *globals) render(v any, fill func(t table.Writer)) error {
 	if g.output == "json" {
-		enc := json.NewEncoder(g.out)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := g.out.Write(escapeJSON(buf.Bytes()))
+		return err
 	}
 	t := table.NewWriter()
 	t.SetOutputMirror(g.out)
 	t.SetStyle(table.StyleLight)
-	fill(t)
+	fill(escapingTable{t})
 	t.Render()
 	return nil
 }
