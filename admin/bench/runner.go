@@ -18,6 +18,7 @@ import (
 
 	"github.com/doclog/doclog/admin/bench/pgprobe"
 	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/internal/redact"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/projectors/docview"
@@ -497,7 +498,7 @@ func withSearchPath(raw, schema string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
 		if strings.Contains(raw, "search_path") {
-			return "", fmt.Errorf("an embedded benchmark runs in a schema of its own: give --database-url as a postgres:// URL to replace the search_path of %q", raw)
+			return "", fmt.Errorf("an embedded benchmark runs in a schema of its own: give --database-url as a postgres:// URL to replace the search_path of %q", redact.URL(raw))
 		}
 		return raw + " search_path=" + schema, nil
 	}
