@@ -87,13 +87,13 @@ func TestRolesStartWithPostgresDown(t *testing.T) {
 	body := r.awaitReadyz(http.StatusServiceUnavailable, time.Minute, "waiting for postgres: connection refused")
 	requireNone(t, body, leaks...)
 
-	dir := filepath.Join(t.TempDir(), "pg")
-	require.NoError(t, os.Mkdir(dir, 0o755))
-	reachable(t, dir)
 	p, _ := strconv.Atoi(port)
-	srv, err := localpg.Start(context.Background(), localpg.Config{DataDir: dir, Port: p})
+	srv, err := localpg.Start(context.Background(), localpg.Config{DataDir: filepath.Join(t.TempDir(), "pg"), Port: p})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	t.Cleanup(func() {
+		_ = srv.Stop(context.Background())
+		_ = os.RemoveAll(srv.Dir())
+	})
 
 	// The server answers, but the user does not exist yet.
 	body = r.awaitReadyz(http.StatusServiceUnavailable, time.Minute, "waiting for postgres: authentication refused")
@@ -102,7 +102,7 @@ func TestRolesStartWithPostgresDown(t *testing.T) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, srv.URL())
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, "CREATE ROLE "+user+" LOGIN SUPERUSER")
+	_, err = conn.Exec(ctx, "CREATE ROLE "+user+" LOGIN SUPERUSER PASSWORD '"+password+"'")
 	require.NoError(t, err)
 	require.NoError(t, conn.Close(ctx))
 
@@ -359,15 +359,6 @@ func requireNone(t *testing.T, body string, secrets ...string) {
 	t.Helper()
 	for _, s := range secrets {
 		require.NotContains(t, body, s, "/readyz leaks %q", s)
-	}
-}
-
-// reachable makes every directory from the test's temp root down to dir
-// traversable, so the postgres user can reach a cluster root creates.
-func reachable(t *testing.T, dir string) {
-	root := filepath.Dir(filepath.Dir(dir))
-	for d := dir; len(d) >= len(root); d = filepath.Dir(d) {
-		require.NoError(t, os.Chmod(d, 0o755))
 	}
 }
 
