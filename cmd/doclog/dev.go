@@ -4,66 +4,82 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/localpg"
+	"github.com/doclog/doclog/internal/redact"
 )
+
+// listenFlags are the addresses --address moves, with the ports dev
+// listens on by default.
+var listenFlags = []struct{ flag, port string }{
+	{"ingest-addr", "8080"}, {"readstore-addr", "8081"}, {"ops-addr", "9090"},
+}
 
 func newDevCmd(out io.Writer) *cobra.Command {
 	s := &app.Settings{}
-	var dataDir string
+	var dataDir, address string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run every role in one process with an in-process Kafka and a local Postgres",
 		Long: `Run every role in one process: an in-process Kafka (franz-go's kfake), a local
 Postgres that doclog initialises and starts itself unless DATABASE_URL is set,
-and ClickHouse analytics when CLICKHOUSE_URL is set. With --data-dir the
-Postgres cluster and the Kafka log persist there between runs; without it both
-live in a temporary directory removed at exit.`,
+and ClickHouse analytics when CLICKHOUSE_URL is set. The Postgres cluster and
+the Kafka log persist in --data-dir between runs (default: doclog/dev under
+the user's cache directory, such as ~/.cache/doclog/dev), a directory only
+this user may enter; the local Postgres asks for a password, which doclog
+generates and keeps in a file only its owner can read.
+
+The ingest (8080), readstore (8081) and ops (9090) ports listen on 127.0.0.1,
+so nothing beyond this machine reaches them. --address 0.0.0.0 opens all three
+(like kubectl port-forward --address); --ingest-addr, --readstore-addr and
+--ops-addr, when given, win over it. Without bearer tokens the APIs answer
+anyone who reaches them: doclog dev warns when that is beyond this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
+			// The Kafka log, the server log and whatever else this process
+			// writes are for this user alone (kfake writes 0644 files).
+			syscall.Umask(0o077)
+			if err := fromEnv(cmd, s); err != nil {
 				return err
 			}
-			persistent := dataDir != ""
-			if !persistent {
-				tmp, err := os.MkdirTemp("", "doclog-dev-")
-				if err != nil {
+			if err := listenOn(cmd.Flags(), address); err != nil {
+				return err
+			}
+			if dataDir == "" {
+				var err error
+				if dataDir, err = defaultDataDir(); err != nil {
 					return err
 				}
-				defer os.RemoveAll(tmp)
-				dataDir = tmp
 			}
-			if err := reachable(dataDir); err != nil {
+			if err := localpg.PrivateDir(dataDir); err != nil {
 				return err
 			}
 
+			var pg *localpg.Server
 			if s.DatabaseURL == "" {
-				s.DatabaseURL = os.Getenv("DATABASE_URL")
-			}
-			if s.DatabaseURL == "" {
-				pg, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dataDir, "pg")})
-				if err != nil {
+				var err error
+				if pg, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dataDir, "pg")}); err != nil {
 					return err
 				}
 				defer func() { _ = pg.Stop(context.WithoutCancel(ctx)) }()
 				s.DatabaseURL = pg.URL()
 			}
 
-			kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.DefaultNumPartitions(int(s.Topics.JobsPartitions))}
-			if persistent {
-				kopts = append(kopts, kfake.DataDir(filepath.Join(dataDir, "kafka")))
-			}
-			cluster, err := kfake.NewCluster(kopts...)
+			cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(int(s.Topics.JobsPartitions)),
+				kfake.DataDir(filepath.Join(dataDir, "kafka")))
 			if err != nil {
 				return fmt.Errorf("starting the in-process Kafka: %w", err)
 			}
@@ -71,7 +87,7 @@ live in a temporary directory removed at exit.`,
 			s.Kafka.Seeds = cluster.ListenAddrs()
 			s.Topics.ReplicationFactor, s.Topics.MinInsyncReplicas = 1, 1
 
-			if err := resolve(cmd, s); err != nil {
+			if err := validate(s); err != nil {
 				return err
 			}
 			logger, err := newLogger(s)
@@ -83,62 +99,142 @@ live in a temporary directory removed at exit.`,
 			if err != nil {
 				return err
 			}
-			return a.Run(ctx, func() {
-				ingestURL := "http://" + localAddr(a.Addr(app.RoleIngest))
-				fmt.Fprintf(out, "doclog dev is running (data in %s)\n", dataDir)
-				fmt.Fprintf(out, "  ingest     %s\n", ingestURL)
-				if addr := a.Addr(app.RoleReadstore); addr != "" {
-					fmt.Fprintf(out, "  readstore  http://%s\n", localAddr(addr))
-				}
-				fmt.Fprintf(out, "  ops        http://%s  (/metrics, /readyz, /healthz)\n", localAddr(a.Addr("ops")))
-				fmt.Fprintf(out, "  postgres   %s\n", s.DatabaseURL)
-				fmt.Fprintf(out, "  kafka      %s (in-process)\n", strings.Join(s.Kafka.Seeds, ","))
-				fmt.Fprintf(out, "Try:\n  curl -s -X POST %s/v1/documents -H 'Content-Type: application/json' -d '{\"documentType\":\"doclog/json\",\"name\":\"hello\"}'\n", ingestURL)
-				fmt.Fprintf(out, "then follow the statusUrl it returns with ?wait=5s. Ctrl-C stops doclog.\n")
-				logger.Info("doclog dev ready", zap.String("ingest", ingestURL))
-			})
+			return a.Run(ctx, func() { banner(out, logger, a, s, dataDir, pg) })
 		},
 	}
 	app.BindFlags(cmd.Flags(), s)
-	cmd.Flags().StringVar(&dataDir, "data-dir", "", "keep Postgres and Kafka data here between runs (default: a temporary directory)")
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", "", "keep Postgres and Kafka data here between runs (default: doclog/dev under the user's cache directory)")
+	f.StringVar(&address, "address", "127.0.0.1", "host the ingest, readstore and ops ports listen on unless their own flag is given (0.0.0.0 or :: for every interface)")
 	// Development defaults: everything migrates itself, logs read well in a
-	// terminal, and a few partitions are plenty on one machine.
-	_ = cmd.Flags().Set("migrate", "auto")
-	_ = cmd.Flags().Set("log-encoding", "console")
-	_ = cmd.Flags().Set("topics-jobs-partitions", "4")
-	for _, name := range []string{"migrate", "log-encoding", "topics-jobs-partitions"} {
-		f := cmd.Flags().Lookup(name)
-		f.DefValue, f.Changed = f.Value.String(), false
+	// terminal, a few partitions are plenty on one machine, and the ports
+	// stay on this machine.
+	defaults := map[string]string{"migrate": "auto", "log-encoding": "console", "topics-jobs-partitions": "4"}
+	for _, l := range listenFlags {
+		defaults[l.flag] = net.JoinHostPort("127.0.0.1", l.port)
 	}
-	config.AnnotateUsage(cmd.Flags())
+	for name, v := range defaults {
+		_ = f.Set(name, v)
+		fl := f.Lookup(name)
+		fl.DefValue, fl.Changed = fl.Value.String(), false
+	}
+	config.AnnotateUsage(f)
 	return cmd
 }
 
-// reachable makes dir and its parents traversable, so the postgres user can
-// reach a cluster a root process creates under it.
-func reachable(dir string) error {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return fmt.Errorf("creating the data directory %s: %w", abs, err)
-	}
-	if os.Geteuid() != 0 {
+// listenOn moves the listen addresses not given explicitly to host.
+func listenOn(fs *pflag.FlagSet, host string) error {
+	if !fs.Changed("address") {
 		return nil
 	}
-	for d := abs; d != filepath.Dir(d); d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			if err := os.Chmod(d, fi.Mode().Perm()|0o011); err != nil {
-				return fmt.Errorf("making %s traversable for the postgres user: %w", d, err)
-			}
+	host = strings.Trim(host, "[]")
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return fmt.Errorf("--address takes a host or an IP address, not %q: give a port with --ingest-addr, --readstore-addr or --ops-addr", host)
+	}
+	for _, l := range listenFlags {
+		if !fs.Changed(l.flag) {
+			_ = fs.Set(l.flag, net.JoinHostPort(host, l.port))
 		}
 	}
 	return nil
+}
+
+// defaultDataDir is doclog/dev in the user's cache directory: the user's
+// own, unlike the shared temporary directory, where another user could
+// plant a directory or a link under a name known in advance.
+func defaultDataDir() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding a data directory (give --data-dir): %w", err)
+	}
+	return filepath.Join(cache, "doclog", "dev"), nil
+}
+
+// banner says what listens where, what the APIs let in, and how to start.
+func banner(out io.Writer, logger *zap.Logger, a *app.App, s *app.Settings, dataDir string, pg *localpg.Server) {
+	fmt.Fprintf(out, "doclog dev is running (data in %s)\n", dataDir)
+	api, ops := "http://", "http://"
+	if s.TLS.CertFile != "" {
+		api = "https://"
+		if s.OpsTLS {
+			ops = "https://"
+		}
+	}
+	type port struct{ name, scheme, addr, suffix string }
+	ports := []port{{name: "ingest", scheme: api, addr: a.Addr(app.RoleIngest)}}
+	if addr := a.Addr(app.RoleReadstore); addr != "" {
+		ports = append(ports, port{name: "readstore", scheme: api, addr: addr})
+	}
+	ports = append(ports, port{name: "ops", scheme: ops, addr: a.Addr("ops"), suffix: "  (/metrics, /readyz, /healthz)"})
+	var open, openAPIs []string
+	for _, p := range ports {
+		reach := reachOf(p.addr)
+		line := fmt.Sprintf("  %-10s %s%s%s", p.name, p.scheme, localAddr(p.addr), p.suffix)
+		if reach != "" {
+			line += fmt.Sprintf("  [listening on %s: %s]", reach, p.addr)
+			open = append(open, p.name+" "+p.addr)
+			if p.name != "ops" {
+				openAPIs = append(openAPIs, p.name)
+			}
+		}
+		fmt.Fprintln(out, line)
+	}
+	pgLine := redact.URL(s.DatabaseURL)
+	if pg != nil {
+		pgLine += fmt.Sprintf("  (password in %s)", pg.PasswordFile())
+	}
+	fmt.Fprintf(out, "  %-10s %s\n", "postgres", pgLine)
+	if s.ClickHouseURL != "" {
+		fmt.Fprintf(out, "  %-10s %s\n", "clickhouse", redact.URL(s.ClickHouseURL))
+	}
+	fmt.Fprintf(out, "  %-10s %s (in-process, loopback only)\n", "kafka", strings.Join(s.Kafka.Seeds, ","))
+	if len(open) == 0 {
+		fmt.Fprintln(out, "Every port listens on loopback only: nothing beyond this machine reaches them (--address 0.0.0.0 opens them).")
+	} else {
+		fmt.Fprintf(out, "Listening beyond loopback: %s.\n", strings.Join(open, ", "))
+	}
+	switch {
+	case !s.AuthOff():
+		fmt.Fprintln(out, "Authentication is on: the APIs want a bearer token (Authorization: Bearer <token>).")
+	case len(openAPIs) > 0:
+		apis := "the " + openAPIs[0] + " API listens"
+		if len(openAPIs) > 1 {
+			apis = "the " + strings.Join(openAPIs, " and ") + " APIs listen"
+		}
+		fmt.Fprintf(out, "WARNING: authentication is off and %s beyond loopback: anyone who can reach this machine can submit and read every document. Give --auth-write-tokens (and --auth-read-tokens), or listen on 127.0.0.1.\n", apis)
+		logger.Warn("the APIs listen beyond loopback with authentication off: anyone who reaches them can submit and read every document",
+			zap.Strings("listening", open))
+	default:
+		fmt.Fprintln(out, "Authentication is off (no bearer tokens): any user or process on this machine can call the APIs; give --auth-write-tokens before opening the ports.")
+	}
+	ingestURL := api + localAddr(a.Addr(app.RoleIngest))
+	bearer := ""
+	if !s.AuthOff() {
+		bearer = " -H 'Authorization: Bearer <token>'"
+	}
+	fmt.Fprintf(out, "Try:\n  curl -s -X POST %s/v1/documents%s -H 'Content-Type: application/json' -d '{\"documentType\":\"doclog/json\",\"name\":\"hello\"}'\n", ingestURL, bearer)
+	fmt.Fprintf(out, "then follow the statusUrl it returns with ?wait=5s. Ctrl-C stops doclog.\n")
+	logger.Info("doclog dev ready", zap.String("ingest", ingestURL))
+}
+
+// reachOf says how far beyond this machine a bound address reaches: "" for
+// loopback, "every interface" for a wildcard, else the interface's address.
+func reachOf(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "an unknown interface"
+	}
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil:
+		return "interface " + host
+	case ip.IsLoopback():
+		return ""
+	case ip.IsUnspecified():
+		return "every interface"
+	default:
+		return "interface " + host
+	}
 }
 
 // localAddr turns ":8080" or "[::]:8080" into "127.0.0.1:8080" for printing.

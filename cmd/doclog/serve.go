@@ -43,9 +43,18 @@ func newServeCmd(out io.Writer) *cobra.Command {
 	return cmd
 }
 
-// resolve reads DOCLOG_* (and the conventional DATABASE_URL and
-// CLICKHOUSE_URL) into the flags not given, then validates.
+// resolve reads the environment into the settings, then validates them.
 func resolve(cmd *cobra.Command, s *app.Settings) error {
+	if err := fromEnv(cmd, s); err != nil {
+		return err
+	}
+	return validate(s)
+}
+
+// fromEnv reads DOCLOG_* (and the conventional DATABASE_URL and
+// CLICKHOUSE_URL) into the flags not given. It runs once per command: a
+// secret read from its file counts as given.
+func fromEnv(cmd *cobra.Command, s *app.Settings) error {
 	if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
 		return err
 	}
@@ -55,6 +64,10 @@ func resolve(cmd *cobra.Command, s *app.Settings) error {
 	if s.ClickHouseURL == "" {
 		s.ClickHouseURL = os.Getenv("CLICKHOUSE_URL")
 	}
+	return nil
+}
+
+func validate(s *app.Settings) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
