@@ -121,7 +121,7 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 // username is one since it sits beside the password in the same Secret.
 var SecretFlags = []string{
 	"database-url", "kafka-sasl-username", "kafka-sasl-password", "clickhouse-url",
-	"auth-tokens",
+	"auth-write-tokens", "auth-read-tokens", "auth-tokens",
 }
 
 // Validate checks the settings and resolves the derived ones.

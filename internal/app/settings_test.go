@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -8,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/httpapi"
 )
 
@@ -70,4 +73,25 @@ func TestTokenSettings(t *testing.T) {
 	s, err = parse("--auth-tokens=" + long("o"))
 	require.NoError(t, err, "the older flag still works")
 	require.False(t, s.AuthOff())
+}
+
+// Each token list is a secret: it can come from the file
+// DOCLOG_AUTH_<LIST>_FILE names, one token a line, as the chart mounts them.
+func TestTokenListsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	write, read := strings.Repeat("w", 40), strings.Repeat("r", 40)
+	env := map[string]string{}
+	for name, body := range map[string]string{"auth-write-tokens": write + "\n", "auth-read-tokens": read + "\n" + strings.Repeat("s", 40) + "\n"} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
+		env[config.FileEnvName(name)] = path
+	}
+	s := &app.Settings{}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	app.BindFlags(fs, s)
+	require.NoError(t, fs.Parse([]string{"--database-url=postgres://x"}))
+	require.NoError(t, config.ApplyEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+	require.NoError(t, s.Validate())
+	require.Equal(t, []string{write}, s.AuthWriteTokens)
+	require.Equal(t, []string{read, strings.Repeat("s", 40)}, s.AuthReadTokens)
 }
