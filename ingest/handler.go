@@ -162,7 +162,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	h.served = httpapi.NewRequestMetrics(reg, "ingest").Wrap(httpapi.WithRequestID(mux, logger))
+	h.served = httpapi.NewRequestMetrics(reg, "ingest").Wrap(httpapi.WithRequestID(httpapi.Routes(mux), logger))
 	h.produced = telemetry.Reuse(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: telemetry.Namespace, Subsystem: "ingest", Name: "produce_seconds",
 		Help:    "Seconds from producing a job's record to the broker's acknowledgement (acks=all).",
@@ -233,11 +233,18 @@ func jobID(r *http.Request) (id string, keyed bool, apiErr *APIError) {
 }
 
 // decodeRequest reads a submit's JSON body into v and assigns its job id;
-// ok is false when the request was refused.
-func (h *Handler) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (id string, keyed, ok bool) {
+// ok is false when the request was refused. The members named defaulted
+// take a default when left out and may not be given empty.
+func (h *Handler) decodeRequest(w http.ResponseWriter, r *http.Request, v any, defaulted ...string) (id string, keyed, ok bool) {
 	body, apiErr := readBody(r, h.cfg.MaxBodyBytes)
 	if apiErr == nil {
 		apiErr = decodeStrict(body, v, "")
+	}
+	if apiErr == nil {
+		m := membersOf(body)
+		if apiErr = m.refuseNulls("", "meta"); apiErr == nil {
+			apiErr = m.refuseEmpty("", defaulted...)
+		}
 	}
 	if apiErr == nil {
 		id, keyed, apiErr = jobID(r)
@@ -263,7 +270,7 @@ func (h *Handler) submitJob(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) createDocument(w http.ResponseWriter, r *http.Request) {
 	var b createBody
-	id, keyed, ok := h.decodeRequest(w, r, &b)
+	id, keyed, ok := h.decodeRequest(w, r, &b, "documentId")
 	if !ok {
 		return
 	}

@@ -3,7 +3,7 @@ package ingest
 import (
 	"context"
 	"net/http"
-	"strconv"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -76,29 +76,16 @@ func canonicalUUID(s string) bool {
 	return true
 }
 
-// parseWait reads ?wait= as a Go duration ("5s", "250ms") or a number of
-// seconds ("5"), capped at max.
-func parseWait(v string, max time.Duration) (time.Duration, *APIError) {
-	if v == "" {
+// parseWait reads ?wait= (httpapi.ParseWait), capped at max; 0 when absent.
+func parseWait(q url.Values, max time.Duration) (time.Duration, *APIError) {
+	if !q.Has("wait") {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := httpapi.ParseWait(q.Get("wait"), max)
 	if err != nil {
-		secs, serr := strconv.ParseFloat(v, 64)
-		if serr != nil {
-			return 0, fieldError(http.StatusBadRequest, CodeInvalidField, "wait", "%q is not a duration (e.g. 10s, 500ms) or a number of seconds", v)
-		}
-		// Compare as seconds first: a huge number would overflow a
-		// Duration.
-		d = max
-		if secs < max.Seconds() {
-			d = time.Duration(secs * float64(time.Second))
-		}
+		return 0, fieldError(http.StatusBadRequest, CodeInvalidField, "wait", "%s", err)
 	}
-	if d < 0 {
-		return 0, fieldError(http.StatusBadRequest, CodeInvalidField, "wait", "must not be negative")
-	}
-	return min(d, max), nil
+	return d, nil
 }
 
 // jobStatus answers GET /v1/jobs/{id}[?wait=]. With a wait, the request
@@ -112,7 +99,7 @@ func (h *Handler) jobStatus(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wait, apiErr := parseWait(r.URL.Query().Get("wait"), h.cfg.MaxWait)
+	wait, apiErr := parseWait(r.URL.Query(), h.cfg.MaxWait)
 	if apiErr != nil {
 		h.refuse(w, r, apiErr)
 		return

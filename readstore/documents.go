@@ -146,12 +146,14 @@ func (h *Handler) findDocuments(w http.ResponseWriter, r *http.Request) *APIErro
 	if fq.Limit, apiErr = h.limit(q); apiErr != nil {
 		return apiErr
 	}
-	switch v := q.get("includeDeleted"); v {
-	case "", "false":
-	case "true":
-		fq.IncludeDeleted = true
-	default:
-		return paramError("includeDeleted", "%q is not true or false", v)
+	if q.v.Has("includeDeleted") {
+		switch v := q.get("includeDeleted"); v {
+		case "false":
+		case "true":
+			fq.IncludeDeleted = true
+		default:
+			return paramError("includeDeleted", "%q is not true or false", v)
+		}
 	}
 	if apiErr := h.consistency(r, q, SourceIndexer); apiErr != nil {
 		return apiErr

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -106,7 +106,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		_, _ = w.Write(OpenAPI)
 	})
 	h.mux = mux
-	h.served = httpapi.NewRequestMetrics(reg, "readstore").Wrap(httpapi.WithRequestID(mux, logger))
+	h.served = httpapi.NewRequestMetrics(reg, "readstore").Wrap(httpapi.WithRequestID(httpapi.Routes(mux), logger))
 	return h, nil
 }
 
@@ -232,13 +232,14 @@ func parseStreamQuery(r *http.Request, known ...string) (query, string, *APIErro
 func (q query) get(name string) string { return q.v.Get(name) }
 
 // checkName validates an identifier parameter as the log stores them:
-// non-empty and at most model.MaxIDLength bytes.
+// non-empty and at most model.MaxIDLength characters (code points, as the
+// record contract counts them).
 func checkName(field, v string) (string, *APIError) {
 	if v == "" {
 		return "", paramError(field, "must not be empty")
 	}
-	if len(v) > model.MaxIDLength {
-		return "", paramError(field, "longer than %d bytes", model.MaxIDLength)
+	if n := utf8.RuneCountInString(v); n > model.MaxIDLength {
+		return "", paramError(field, "%d characters, more than the %d allowed", n, model.MaxIDLength)
 	}
 	return v, nil
 }
@@ -290,21 +291,11 @@ func (h *Handler) consistency(r *http.Request, q query, source Source) *APIError
 	}
 	wait := h.cfg.DefaultWait
 	if q.v.Has("wait") {
-		v := q.get("wait")
-		d, err := time.ParseDuration(v)
+		d, err := httpapi.ParseWait(q.get("wait"), h.cfg.MaxWait)
 		if err != nil {
-			secs, nerr := strconv.ParseFloat(v, 64)
-			if nerr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
-				return paramError("wait", "%q is not a duration (e.g. 10s, 500ms) or a number of seconds", v)
-			}
-			// Clamp before converting: a huge number of seconds would
-			// overflow a Duration.
-			d = time.Duration(min(secs, h.cfg.MaxWait.Seconds()) * float64(time.Second))
+			return paramError("wait", "%s", err)
 		}
-		if d < 0 {
-			return paramError("wait", "must not be negative")
-		}
-		wait = min(d, h.cfg.MaxWait)
+		wait = d
 	}
 	if field == "" {
 		return nil
