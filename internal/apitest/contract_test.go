@@ -139,7 +139,10 @@ func schemathesis(t *testing.T, bin, base, token, consistencyToken string, examp
 	cmd := exec.CommandContext(ctx, bin, args...)
 	// The hooks file is named relative to the package directory, where
 	// go test runs.
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", envConsistencyToken+"="+consistencyToken)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", envConsistencyToken+"="+consistencyToken,
+		// Hypothesis's caches (character tables) go to the test's
+		// temporary directory, not into the work tree.
+		"HYPOTHESIS_STORAGE_DIRECTORY="+t.TempDir())
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("schemathesis %s ran %s", strings.Join(redacted(args, token), " "), time.Since(start).Round(time.Millisecond))
