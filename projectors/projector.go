@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
@@ -112,6 +113,9 @@ type Quarantine struct {
 	// ReducerError, ...), Reason its message.
 	ErrorName string
 	Reason    string
+	// Since is when the stream was quarantined (zero for one not stored
+	// yet).
+	Since time.Time
 }
 
 // Fence names the partition whose checkpoint a batch moves and the epoch

@@ -250,7 +250,7 @@ const headsSQL = `SELECT p.document_id, p.scope, p.branch, p.document_type, p.la
 FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
 JOIN projector_streams p ON p.projector = $1 AND p.document_id = k.d AND p.scope = k.s AND p.branch = k.b`
 
-const quarantinesSQL = `SELECT q.document_id, q.scope, q.branch, q.idx, q.error_name, q.reason
+const quarantinesSQL = `SELECT q.document_id, q.scope, q.branch, q.idx, q.error_name, q.reason, q.quarantined_at
 FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
 JOIN quarantined_streams q ON q.projector = $1 AND q.document_id = k.d AND q.scope = k.s AND q.branch = k.b`
 
@@ -364,9 +364,10 @@ func collectQuarantines(rows pgx.Rows) ([]projectors.Quarantine, error) {
 	var out []projectors.Quarantine
 	for rows.Next() {
 		var q projectors.Quarantine
-		if err := rows.Scan(&q.Stream.DocumentID, &q.Stream.Scope, &q.Stream.Branch, &q.Index, &q.ErrorName, &q.Reason); err != nil {
+		if err := rows.Scan(&q.Stream.DocumentID, &q.Stream.Scope, &q.Stream.Branch, &q.Index, &q.ErrorName, &q.Reason, &q.Since); err != nil {
 			return nil, fmt.Errorf("read quarantines: %w", err)
 		}
+		q.Since = q.Since.UTC()
 		out = append(out, q)
 	}
 	if err := rows.Err(); err != nil {
@@ -428,6 +429,21 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 	return nil
 }
 
+// ResetStream forgets the stream's stored head and lifts its quarantine, so
+// the transaction's next advance rebuilds it from index 0 of the log. The
+// caller holds the stream's lock (Claim).
+func (t *tx) ResetStream(ctx context.Context, projector string, stream oplog.StreamKey) error {
+	batch := &pgx.Batch{}
+	batch.Queue(`DELETE FROM projector_streams WHERE projector = $1 AND document_id = $2 AND scope = $3 AND branch = $4`,
+		projector, stream.DocumentID, stream.Scope, stream.Branch)
+	batch.Queue(`DELETE FROM quarantined_streams WHERE projector = $1 AND document_id = $2 AND scope = $3 AND branch = $4`,
+		projector, stream.DocumentID, stream.Scope, stream.Branch)
+	if err := t.conn.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("reset the stream head of %s: %w", stream, err)
+	}
+	return nil
+}
+
 // LastIndexes reads the stored last index of the documents' streams.
 func (s *Store) LastIndexes(ctx context.Context, projector string, documentIDs []string) (map[oplog.StreamKey]int64, error) {
 	out := map[oplog.StreamKey]int64{}
@@ -456,7 +472,7 @@ WHERE projector = $1 AND document_id = ANY($2::text[])`, projector, documentIDs)
 
 // Quarantines lists the projector's quarantined streams in stream order.
 func (s *Store) Quarantines(ctx context.Context, projector string) ([]projectors.Quarantine, error) {
-	rows, err := s.pool.Query(ctx, `SELECT document_id, scope, branch, idx, error_name, reason FROM quarantined_streams
+	rows, err := s.pool.Query(ctx, `SELECT document_id, scope, branch, idx, error_name, reason, quarantined_at FROM quarantined_streams
 WHERE projector = $1 ORDER BY document_id, scope, branch`, projector)
 	if err != nil {
 		return nil, fmt.Errorf("list quarantines of projector %s: %w", projector, err)
