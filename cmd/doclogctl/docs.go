@@ -150,7 +150,7 @@ func newDocsCmd(g *globals) *cobra.Command {
 	}
 	rebuild.Flags().IntVar(&interval, "interval", 10, "a keyframe every this many revisions")
 
-	cmd.AddCommand(get, ops, validate, rebuild)
+	cmd.AddCommand(get, ops, validate, rebuild, newQuarantineCmd(g))
 	return cmd
 }
 
