@@ -69,8 +69,11 @@ type QuarantinedError struct {
 }
 
 func (e *QuarantinedError) Error() string {
-	return fmt.Sprintf("%s quarantined stream %s at index %d (%s: %s), so it cannot reach index %d of the consistency token (applied %d)",
-		e.Source, e.Coordinate.Stream(), e.Quarantine.Index, e.Quarantine.ErrorName, e.Quarantine.Reason, e.Coordinate.Index, e.Applied)
+	k := e.Coordinate.Stream()
+	return fmt.Sprintf("%s quarantined stream %s at index %d (%s: %s), so it cannot reach index %d of the consistency token (applied %d); "+
+		"once the cause is fixed an operator lifts it with doclogctl docs quarantine lift %s --projector %s --scope %s --branch %s",
+		e.Source, k, e.Quarantine.Index, e.Quarantine.ErrorName, e.Quarantine.Reason, e.Coordinate.Index, e.Applied,
+		k.DocumentID, e.Source, k.Scope, k.Branch)
 }
 
 // closingError is returned to waiters when the handler closes.
