@@ -218,6 +218,7 @@ func TestQuarantinedStream(t *testing.T) {
 	e := res.apiError(t)
 	require.Equal(t, readstore.CodeStreamQuarantined, e.Error.Code)
 	require.Contains(t, e.Error.Message, "docview quarantined stream q-1/global/main at index 0")
+	require.Contains(t, e.Error.Message, "doclogctl docs quarantine lift q-1 --projector docview --scope global --branch main")
 	require.Contains(t, e.Error.Message, "HashMismatch")
 
 	res = get(t, b.h, "/v1/documents/q-2/relationships?wait=30s", readstore.TokenHeader, tokenOf(bad2.ConsistencyToken))

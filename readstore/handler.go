@@ -300,9 +300,9 @@ func (h *Handler) consistency(r *http.Request, q query, source Source) *APIError
 	if field == "" {
 		return nil
 	}
-	token, err := oplog.DecodeToken(raw)
+	token, err := DecodeToken(raw)
 	if err != nil {
-		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidToken, Field: field, Message: field + ": " + err.Error() + "; " + tokenForm}
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidToken, Field: field, Message: field + ": " + err.Error()}
 	}
 	err = h.waiter.await(r.Context(), source, token, wait)
 	var (

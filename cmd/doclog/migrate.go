@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/doclog/doclog/admin"
+	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/log/postgres"
 )
@@ -65,6 +66,8 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		},
 	})
 	root.AddCommand(migrate, newServeCmd(out), newDevCmd(out))
+	root.SetOut(out)
+	buildinfo.Install(root, nil)
 	return root
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jedib0t/go-pretty/v6/progress"
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
 
@@ -101,23 +100,18 @@ func newProjectorCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// spinner shows an indeterminate progress indicator on standard error while
-// long work runs, when asked; the returned func ends it.
+// spinner shows, when asked, a progress line on standard error while long
+// work of unknown size runs: what it does and for how long so far, since
+// nothing reports a count to show. The returned func ends it.
 func (g *globals) spinner(on bool, message string) func() {
 	if !on {
 		return func() {}
 	}
-	pw := progress.NewWriter()
-	pw.SetOutputWriter(g.errOut)
-	pw.SetUpdateFrequency(200 * time.Millisecond)
-	tracker := &progress.Tracker{Message: message, Total: 0, Units: progress.UnitsDefault}
-	pw.AppendTracker(tracker)
-	go pw.Render()
-	return func() {
-		tracker.MarkAsDone()
-		for pw.IsRenderInProgress() && pw.LengthActive() > 0 {
-			time.Sleep(50 * time.Millisecond)
-		}
-		pw.Stop()
-	}
+	start := time.Now()
+	return startProgressLine(g.errOut, func(now time.Time) string { return elapsedText(message, now.Sub(start)) }).stop
+}
+
+// elapsedText is the line of work whose size is unknown: "message: 1.2s".
+func elapsedText(message string, elapsed time.Duration) string {
+	return message + ": " + roundDuration(elapsed)
 }

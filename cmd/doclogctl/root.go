@@ -15,6 +15,7 @@ import (
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
+	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/log/postgres"
@@ -100,6 +101,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	config.AnnotateUsage(pf)
 
 	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g), newVerifyCmd(g))
+	buildinfo.Install(root, func() bool { return g.output == "json" })
 	return root
 }
 
