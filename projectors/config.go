@@ -52,6 +52,12 @@ type Config struct {
 	// fetch sizes). Default none.
 	KafkaOptions []kgo.Opt
 
+	// Start is where the projector reads a partition it has no checkpoint
+	// for: the start of the topic (default), its end, or a time (see
+	// StartPosition for what the projection then holds). A projector whose
+	// readers expect every document (FullHistory) refuses anything else.
+	Start StartPosition
+
 	// MaxPollRecords bounds the records of one poll, which is one batch
 	// transaction. Default 500.
 	MaxPollRecords int
@@ -147,6 +153,8 @@ func (c Config) Validate() error {
 		return errors.New("projector write-ready topic must not be empty")
 	case c.Group == "":
 		return errors.New("projector consumer group must not be empty")
+	case !c.Start.Earliest() && needsFullHistory(c.Projector):
+		return fmt.Errorf("projector %s starts at the beginning of the log, not %s: its readers expect every document, and one nobody touched since the start would be missing", c.Projector.Name(), c.Start)
 	case c.MaxPollRecords < 1:
 		return fmt.Errorf("projector max poll records must be at least 1, got %d", c.MaxPollRecords)
 	case c.OffsetCommitInterval < 0:

@@ -137,9 +137,15 @@ func (r *Runner) reconcilePage(ctx context.Context, ids []string, rep *Reconcile
 	if err != nil {
 		return fmt.Errorf("reconcile: stream heads of %d documents: %w", len(ids), err)
 	}
+	// A projector that did not start at the beginning of the log holds a
+	// document only once a record of it came: the others are not behind.
+	held := map[string]bool{}
+	for k := range last {
+		held[k.DocumentID] = true
+	}
 	w := wants{}
 	for k, rev := range heads {
-		if rev == 0 || !r.cfg.Projector.Follows(k.Scope) {
+		if rev == 0 || !r.cfg.Projector.Follows(k.Scope) || (!r.cfg.Start.Earliest() && !held[k.DocumentID]) {
 			continue
 		}
 		stored, ok := last[k]

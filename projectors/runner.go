@@ -237,8 +237,8 @@ func (r *Runner) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 			}
 			if cp.NextOffset >= 0 {
 				parts[p] = kgo.NewOffset().At(cp.NextOffset).WithEpoch(-1)
-			} else {
-				parts[p] = kgo.NewOffset().AtStart()
+			} else if parts[p], err = r.startOffset(ctx, p, cp.Epoch); err != nil {
+				return nil, err
 			}
 			r.mu.Lock()
 			r.parts[p] = &partition{id: p, epoch: cp.Epoch}

@@ -54,6 +54,10 @@ func (Projector) Tables() []string { return []string{"document_snapshots", "slug
 func (Projector) WithGeneration(gen string) projectors.Projector { return Projector{Generation: gen} }
 
 // Follows implements projectors.Projector: the view keeps every scope.
+// FullHistory implements projectors.FullHistory: readers of the view expect
+// every document of the log, so it always starts at the beginning.
+func (Projector) FullHistory() bool { return true }
+
 func (Projector) Follows(string) bool { return true }
 
 // Apply implements projectors.Projector: it upserts one snapshot row per

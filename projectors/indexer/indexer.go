@@ -54,6 +54,10 @@ func (Projector) WithGeneration(gen string) projectors.Projector { return Projec
 
 // Follows implements projectors.Projector: only the document scope holds
 // what the index keeps.
+// FullHistory implements projectors.FullHistory: readers of the index expect
+// every document of the log, so it always starts at the beginning.
+func (Projector) FullHistory() bool { return true }
+
 func (Projector) Follows(scope string) bool { return scope == oplog.ScopeDocument }
 
 // Apply implements projectors.Projector. The relationships of a document
