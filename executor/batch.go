@@ -550,7 +550,14 @@ func (dw *docWork) failJob(p *pending, err error) {
 // behind it, other documents go on.
 func (e *Executor) park(p *pending, what string, err error, now time.Time) {
 	if p.waiting != what {
-		e.log.Info("job waits for its "+what, zap.String("job_id", p.job.JobID),
+		// Waiting for a dependency is the normal order of a document's
+		// jobs (debug); waiting for a model this member lacks needs an
+		// operator (info).
+		level := zap.InfoLevel
+		if what == waitDependency {
+			level = zap.DebugLevel
+		}
+		e.log.Log(level, "job waits for its "+what, zap.String("job_id", p.job.JobID),
 			zap.String("document_id", p.job.DocumentID), zap.Error(err))
 	}
 	p.waiting, p.waitErr = what, err
@@ -707,7 +714,7 @@ func (e *Executor) reannounce(ctx context.Context, p *pending, jr oplog.JobResul
 			ops = append(ops, got...)
 		}
 	}
-	e.log.Info("job already has a result: announcing it again", zap.String("job_id", p.job.JobID),
+	e.log.Debug("job already has a result: announcing it again", zap.String("job_id", p.job.JobID),
 		zap.String("document_id", p.job.DocumentID), zap.String("status", string(jr.Status)))
 	e.m.jobs.WithLabelValues(string(jr.Status), "true").Inc()
 	e.announce(p, jr, ops, now)

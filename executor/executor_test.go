@@ -9,6 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/jsondoc"
@@ -134,7 +137,10 @@ func TestKilledAfterAppendReannounces(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, committed, "the killed member committed its first batch")
 
-	b.start(b.config())
+	core, logs := observer.New(zap.DebugLevel)
+	next := b.config()
+	next.Logger = zap.New(zapcore.NewTee(next.Logger.Core(), core))
+	b.start(next)
 	results := b.waitResults(ids(all), 30*time.Second)
 	for _, j := range all {
 		require.Equal(t, oplog.JobWriteReady, results[j.JobID].Status)
@@ -146,6 +152,12 @@ func TestKilledAfterAppendReannounces(t *testing.T) {
 		b.checkDocument(docName(i), jsondoc.DocumentType, perDocJobs[docName(i)])
 	}
 	b.writeReadies(wr, ids(all), 30*time.Second)
+	// Announcing a settled job again is per-job detail: debug, not info.
+	again := logs.FilterMessage("job already has a result: announcing it again")
+	require.Positive(t, again.Len(), "the committed jobs were announced again")
+	require.Equal(t, again.Len(), again.FilterLevelExact(zap.DebugLevel).Len())
+	require.Zero(t, logs.FilterMessageSnippet("job ").Filter(func(e observer.LoggedEntry) bool { return e.Level >= zap.InfoLevel }).Len(),
+		"no job of a healthy run is logged at info")
 }
 
 var errKilled = errors.New("killed between the append and the produce")

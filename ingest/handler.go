@@ -371,7 +371,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 			Message: fmt.Sprintf("the broker did not acknowledge job %s; it may or may not have been accepted, so retry with the same Idempotency-Key", job.JobID)})
 		return
 	}
-	jl.Info("job accepted", zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
+	jl.Debug("job accepted", zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
 	statusURL := "/v1/jobs/" + job.JobID
 	w.Header().Set("Location", statusURL)
 	writeJSON(w, http.StatusAccepted, submitted{JobID: job.JobID, DocumentID: job.DocumentID, Status: oplog.JobPending, StatusURL: statusURL})
