@@ -103,6 +103,7 @@ anyone who reaches them: doclog dev warns when that is beyond this machine.`,
 		},
 	}
 	app.BindFlags(cmd.Flags(), s)
+	bindConfigFlag(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVar(&dataDir, "data-dir", "", "keep Postgres and Kafka data here between runs (default: doclog/dev under the user's cache directory)")
 	f.StringVar(&address, "address", "127.0.0.1", "host the ingest, readstore and ops ports listen on unless their own flag is given (0.0.0.0 or :: for every interface)")

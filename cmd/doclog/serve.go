@@ -3,13 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/config"
+	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/telemetry"
 )
 
@@ -39,6 +40,7 @@ func newServeCmd(out io.Writer) *cobra.Command {
 		},
 	}
 	app.BindFlags(cmd.Flags(), s)
+	bindConfigFlag(cmd.Flags())
 	config.AnnotateUsage(cmd.Flags())
 	return cmd
 }
@@ -52,19 +54,29 @@ func resolve(cmd *cobra.Command, s *app.Settings) error {
 }
 
 // fromEnv reads DOCLOG_* (and the conventional DATABASE_URL and
-// CLICKHOUSE_URL) into the flags not given. It runs once per command: a
-// secret read from its file counts as given.
-func fromEnv(cmd *cobra.Command, s *app.Settings) error {
-	if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
+// CLICKHOUSE_URL) into the flags not given, then the config file --config
+// or DOCLOG_CONFIG names into those still unset. It runs once per command:
+// a secret read from its file counts as given.
+func fromEnv(cmd *cobra.Command, _ *app.Settings) error {
+	fs := cmd.Flags()
+	if err := connflags.ApplyEnv(fs, nil); err != nil {
 		return err
 	}
-	if s.DatabaseURL == "" {
-		s.DatabaseURL = os.Getenv("DATABASE_URL")
+	path := config.FilePath(fs, nil, "")
+	if path == "" {
+		return nil
 	}
-	if s.ClickHouseURL == "" {
-		s.ClickHouseURL = os.Getenv("CLICKHOUSE_URL")
+	f, err := config.ReadFile(path, false)
+	if err != nil {
+		return err
 	}
-	return nil
+	// doclog reads the top level only: the contexts are doclogctl's.
+	return f.Apply(fs, "", nil)
+}
+
+// bindConfigFlag declares --config, the config file of serve and dev.
+func bindConfigFlag(fs *pflag.FlagSet) {
+	fs.String(config.FileFlag, "", "YAML file of settings, keyed by flag name (a flag or variable wins over it); unknown keys are an error")
 }
 
 func validate(s *app.Settings) error {

@@ -52,11 +52,21 @@ func startPipeline(t *testing.T, options ...func(*app.Settings)) *pipeline {
 	a, err := app.New(ctx, s, zap.NewNop())
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, nil) }()
+	ready := make(chan struct{})
+	go func() { done <- a.Run(ctx, func() { close(ready) }) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
 	})
+	// Migrations and topics exist once it is ready: a result polled
+	// before would find no jobs table.
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the pipeline stopped before it was ready: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the pipeline was not ready within 2 minutes")
+	}
 	store, err := postgres.Open(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(store.Close)

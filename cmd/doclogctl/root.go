@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -15,8 +14,8 @@ import (
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
-	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
+	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/log/postgres"
 )
@@ -40,8 +39,10 @@ var errProblemsFound = errors.New("problems found")
 
 // globals are the settings every command shares, from flags or DOCLOG_*.
 type globals struct {
-	databaseURL string
-	kafkaSeeds  []string
+	// Connections are Postgres, Kafka and ClickHouse, bound as doclog
+	// serve binds them (internal/connflags).
+	connflags.Connections
+	profile
 	topicPrefix string
 	output      string
 	timeout     time.Duration
@@ -76,11 +77,8 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
-				return usageError{err}
-			}
-			if g.databaseURL == "" {
-				g.databaseURL = os.Getenv("DATABASE_URL")
+			if err := g.configure(cmd); err != nil {
+				return err
 			}
 			if g.output != "table" && g.output != "json" {
 				return usagef("--output must be table or json, not %q", g.output)
@@ -92,29 +90,32 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.databaseURL, "database-url", "", "Postgres URL of the operation log (also DATABASE_URL)")
-	pf.StringSliceVar(&g.kafkaSeeds, "kafka-seeds", []string{"localhost:9092"}, "Kafka bootstrap brokers")
+	connflags.Bind(pf, g.Targets(), "doclogctl")
+	bindProfileFlags(pf, g)
 	pf.StringVar(&g.topicPrefix, "topics-prefix", "", "prefix of doclog's topic names")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&g.timeout, "timeout", 2*time.Minute, "bound on the whole command")
-	config.MarkSecret(pf, "database-url")
 	config.AnnotateUsage(pf)
 
 	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g), newVerifyCmd(g))
-	buildinfo.Install(root, func() bool { return g.output == "json" })
+	hintUnreachable(root, g)
 	return root
 }
 
 // store opens the operation log.
 func (g *globals) store(ctx context.Context) (*postgres.Store, error) {
-	if g.databaseURL == "" {
-		return nil, usagef("no database: set --database-url, DOCLOG_DATABASE_URL, DOCLOG_DATABASE_URL_FILE or DATABASE_URL")
+	if g.DatabaseURL == "" {
+		return nil, usagef("no database: set --database-url, DOCLOG_DATABASE_URL, DOCLOG_DATABASE_URL_FILE or DATABASE_URL, or add database-url to a context (doclogctl context list)")
 	}
-	return postgres.Open(ctx, g.databaseURL)
+	s, err := postgres.Open(ctx, g.DatabaseURL)
+	if err != nil {
+		return nil, g.unreachable(err)
+	}
+	return s, nil
 }
 
 func (g *globals) kafka() kafka.Config {
-	return kafka.Config{Seeds: g.kafkaSeeds, ClientID: "doclogctl"}.WithDefaults()
+	return g.Kafka.WithDefaults()
 }
 
 func (g *globals) registry() (*model.Registry, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/doclog/doclog/internal/certfile"
 	"github.com/doclog/doclog/internal/config"
+	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/kafka"
@@ -84,19 +85,9 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.StringVar(&s.TLS.KeyFile, "tls-key-file", "", "key of --tls-cert-file (PEM)")
 	fs.StringVar(&s.TLS.ClientCAFile, "tls-client-ca-file", "", "CA bundle (PEM) whose client certificates the API ports require: mutual TLS (empty: no client certificate asked for); read at start")
 	fs.BoolVar(&s.OpsTLS, "ops-tls-enabled", false, "serve /healthz, /readyz and /metrics over HTTPS too, with --tls-cert-file and --tls-key-file and no client certificate asked for")
-	fs.StringVar(&s.DatabaseURL, "database-url", "", "Postgres URL (also DATABASE_URL)")
+	connflags.Bind(fs, s.connections(), kafka.DefaultClientID)
 	fs.Int32Var(&s.DatabaseMaxConns, "database-max-conns", 20, "Postgres pool size")
 	fs.StringVar(&s.Migrate, "migrate", "off", "apply schema migrations at start: auto or off")
-	fs.StringSliceVar(&s.Kafka.Seeds, "kafka-seeds", []string{"localhost:9092"}, "Kafka bootstrap brokers")
-	fs.StringVar(&s.Kafka.ClientID, "kafka-client-id", "doclog", "Kafka client id")
-	fs.BoolVar(&s.Kafka.TLS.Enabled, "kafka-tls-enabled", false, "use TLS to the brokers")
-	fs.StringVar(&s.Kafka.TLS.CAFile, "kafka-tls-ca-file", "", "CA bundle for the brokers' certificates")
-	fs.StringVar(&s.Kafka.TLS.CertFile, "kafka-tls-cert-file", "", "client certificate")
-	fs.StringVar(&s.Kafka.TLS.KeyFile, "kafka-tls-key-file", "", "client key")
-	fs.StringVar(&s.Kafka.TLS.ServerName, "kafka-tls-server-name", "", "server name to verify")
-	fs.StringVar(&s.SASLMechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: none)")
-	fs.StringVar(&s.Kafka.SASL.Username, "kafka-sasl-username", "", "SASL user")
-	fs.StringVar(&s.Kafka.SASL.Password, "kafka-sasl-password", "", "SASL password")
 	fs.StringVar(&s.Kafka.Membership.MemberName, "member-name", "", "this process's name in its consumer groups (static membership: a restart under the same name takes its partitions back at once); unique per process and stable across restarts, such as the pod name (empty: dynamic membership)")
 	fs.DurationVar(&s.Kafka.Membership.SessionTimeout, "kafka-session-timeout", kafka.DefaultSessionTimeout, "how long a member that stopped heartbeating (killed, cut off) keeps its partitions")
 	fs.DurationVar(&s.Kafka.Membership.HeartbeatInterval, "kafka-heartbeat-interval", kafka.DefaultHeartbeatInterval, "how often a member heartbeats its groups; at most a third of the session timeout")
@@ -111,17 +102,19 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.DurationVar(&s.Topics.WriteReadyRetention, "topics-write-ready-retention", kafka.DefaultWriteReadyRetention, "retention of the write-ready topic")
 	fs.DurationVar(&s.Topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
 	fs.StringSliceVar(&s.Projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
-	fs.StringVar(&s.ClickHouseURL, "clickhouse-url", "", "ClickHouse for the analytics projector, e.g. clickhouse://host:9000/doclog?create_database=true (also CLICKHOUSE_URL)")
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
-	config.MarkSecret(fs, SecretFlags...)
+	config.MarkSecret(fs, "auth-write-tokens", "auth-read-tokens", "auth-tokens")
 }
 
 // SecretFlags are the flags whose values are credentials: each can also be
-// read from the file DOCLOG_<FLAG>_FILE names (internal/config). The SASL
-// username is one since it sits beside the password in the same Secret.
-var SecretFlags = []string{
-	"database-url", "kafka-sasl-username", "kafka-sasl-password", "clickhouse-url",
-	"auth-write-tokens", "auth-read-tokens", "auth-tokens",
+// read from the file DOCLOG_<FLAG>_FILE names (internal/config): the
+// connection settings' (connflags) and the bearer tokens.
+var SecretFlags = slices.Concat(connflags.SecretFlags, []string{"auth-write-tokens", "auth-read-tokens", "auth-tokens"})
+
+// connections are the fields connflags binds: the same settings, under the
+// same names, as doclogctl's.
+func (s *Settings) connections() connflags.Targets {
+	return connflags.Targets{DatabaseURL: &s.DatabaseURL, Kafka: &s.Kafka, SASLMechanism: &s.SASLMechanism, ClickHouseURL: &s.ClickHouseURL}
 }
 
 // Validate checks the settings and resolves the derived ones.
@@ -162,9 +155,7 @@ func (s *Settings) Validate() error {
 	if s.Migrate != "auto" && s.Migrate != "off" {
 		errs = append(errs, fmt.Errorf("--migrate must be auto or off, not %q", s.Migrate))
 	}
-	if s.SASLMechanism != "" {
-		s.Kafka.SASL.Mechanism = kafka.SASLMechanism(strings.ToUpper(s.SASLMechanism))
-	}
+	connflags.Resolve(s.connections())
 	if err := s.Kafka.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)
 	}
