@@ -23,7 +23,6 @@ import (
 
 	"github.com/doclog/doclog/admin"
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/cache"
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/ingest"
@@ -134,7 +133,6 @@ func (a *App) build() error {
 		if err != nil {
 			return err
 		}
-		cfg = a.s.analyticsTuning(cfg)
 		cfg.Registerer = a.metrics
 		if err := cfg.WithDefaults().Validate(); err != nil {
 			return err
@@ -272,11 +270,14 @@ func (a *App) buildIngest() error {
 		return err
 	}
 	a.closers = append(a.closers, cl.Close)
-	ic := a.s.Tuning.Ingest
-	ic.Addr, ic.JobsTopic, ic.TLS = a.s.IngestAddr, a.names().Jobs, a.tls
-	ic.BearerTokens, ic.ReadTokens = a.s.writeTokens(), a.s.AuthReadTokens
-	ic.JobsRetention = a.s.Topics.JobsRetention
-	srv, err := ingest.NewServer(ic, ingest.Deps{
+	srv, err := ingest.NewServer(ingest.Config{
+		Addr:          a.s.IngestAddr,
+		JobsTopic:     a.names().Jobs,
+		BearerTokens:  a.s.writeTokens(),
+		ReadTokens:    a.s.AuthReadTokens,
+		JobsRetention: a.s.Topics.JobsRetention,
+		TLS:           a.tls,
+	}, ingest.Deps{
 		Producer:   cl,
 		Results:    a.store,
 		Registry:   a.registry,
@@ -287,23 +288,21 @@ func (a *App) buildIngest() error {
 	if err != nil {
 		return err
 	}
-	a.addServer(RoleIngest, srv)
+	a.addServer(RoleIngest, a.apiAddrFlag("--ingest-addr"), srv)
 	return nil
 }
 
 func (a *App) buildExecutor() error {
-	ec := a.s.Tuning.Executor.WithDefaults()
-	ec.Store, ec.Registry = a.store, a.registry
-	ec.Kafka, ec.Topics, ec.Group = a.s.Kafka, a.names(), a.s.Topics.Prefix+executor.DefaultGroup
-	ec.Logger, ec.Registerer = a.logger.Named("executor"), a.metrics
-	cc := a.s.Tuning.Cache
-	cc.KeyframeInterval = ec.KeyframeInterval
-	wc, err := cache.New(a.store, a.registry, cc)
-	if err != nil {
-		return fmt.Errorf("creating the write cache: %w", err)
-	}
-	ec.Cache = wc
-	ex, err := executor.New(ec)
+	group := a.s.Topics.Prefix + executor.DefaultGroup
+	ex, err := executor.New(executor.Config{
+		Store:      a.store,
+		Registry:   a.registry,
+		Kafka:      a.s.Kafka,
+		Topics:     a.names(),
+		Group:      group,
+		Logger:     a.logger.Named("executor"),
+		Registerer: a.metrics,
+	})
 	if err != nil {
 		return err
 	}
@@ -347,21 +346,22 @@ func (a *App) janitor() component {
 func (a *App) buildProjectors() error {
 	pstore := pgproj.New(a.pool)
 	for _, name := range a.s.Projectors {
-		rc := a.s.Tuning.Projectors
-		rc.Store, rc.Log, rc.Registry = pstore, a.store, a.registry
-		rc.Kafka, rc.Topic = a.s.Kafka, a.names().WriteReady
-		rc.Group = a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name
-		rc.Logger = a.logger.Named("projector." + name)
-		rc.Registerer = a.metrics // the runner labels its series by projector
+		rc := projectors.Config{
+			Store:      pstore,
+			Log:        a.store,
+			Registry:   a.registry,
+			Kafka:      a.s.Kafka,
+			Topic:      a.names().WriteReady,
+			Group:      a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name,
+			Logger:     a.logger.Named("projector." + name),
+			Registerer: a.metrics, // the runner labels its series by projector
+		}
 		switch name {
 		case "docview":
 			rc.Projector = docview.Projector{}
 		case "indexer":
 			rc.Projector = indexer.Projector{}
 		case "analytics":
-			// Its polls are --analytics-batch-rows, which RunnerConfig
-			// applies to a runner that names none.
-			rc.MaxPollRecords = 0
 			rc = a.analytics.p.RunnerConfig(rc)
 		}
 		if err := a.addProjector(name, rc); err != nil {
@@ -386,10 +386,12 @@ func (a *App) addProjector(name string, rc projectors.Config) error {
 }
 
 func (a *App) buildReadstore() error {
-	rc := a.s.Tuning.Readstore
-	rc.Addr, rc.TLS = a.s.ReadstoreAddr, a.tls
-	rc.BearerTokens, rc.ReadTokens = a.s.writeTokens(), a.s.AuthReadTokens
-	srv, err := readstore.NewServer(rc, readstore.Deps{
+	srv, err := readstore.NewServer(readstore.Config{
+		Addr:         a.s.ReadstoreAddr,
+		BearerTokens: a.s.writeTokens(),
+		ReadTokens:   a.s.AuthReadTokens,
+		TLS:          a.tls,
+	}, readstore.Deps{
 		Store:      pgread.New(a.pool),
 		Log:        a.store,
 		Registry:   a.registry,
@@ -399,19 +401,20 @@ func (a *App) buildReadstore() error {
 	if err != nil {
 		return err
 	}
-	a.addServer(RoleReadstore, srv)
+	a.addServer(RoleReadstore, a.apiAddrFlag("--readstore-addr"), srv)
 	return nil
 }
 
 func (a *App) add(c component) { a.components = append(a.components, c) }
 
-// addServer runs an API role's HTTP server until the app stops.
-func (a *App) addServer(name string, srv *httpapi.Server) {
+// addServer runs an API role's HTTP server until the app stops; a failure
+// to bind its address names setting, the flag that chose it.
+func (a *App) addServer(name, setting string, srv *httpapi.Server) {
 	a.add(component{
 		name: name,
 		run: func(ctx context.Context) error {
 			if err := srv.Start(ctx); err != nil {
-				return err
+				return httpapi.NameSetting(err, setting)
 			}
 			a.listening(name, srv.Addr())
 			<-ctx.Done()
@@ -419,6 +422,15 @@ func (a *App) addServer(name string, srv *httpapi.Server) {
 		},
 		stop: srv.Stop,
 	})
+}
+
+// apiAddrFlag is the flag that chose an API role's address: --http-addr
+// when given, else the role's own.
+func (a *App) apiAddrFlag(own string) string {
+	if a.s.HTTPAddr != "" {
+		return "--http-addr"
+	}
+	return own
 }
 
 func (a *App) listening(name string, addr net.Addr) {
@@ -441,7 +453,7 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 	if err != nil {
 		_ = a.stop(context.WithoutCancel(ctx))
 		a.close()
-		return fmt.Errorf("listening on %s for /healthz, /readyz and /metrics: %w", a.s.OpsAddr, err)
+		return &httpapi.ListenError{Server: "ops", Addr: a.s.OpsAddr, Setting: "--ops-addr", Err: err}
 	}
 	a.listening("ops", ln.Addr())
 	a.logger.Info("operator endpoints listening", zap.String("addr", ln.Addr().String()))

@@ -62,9 +62,6 @@ type Settings struct {
 
 	JobResultsRetention time.Duration
 
-	// Tuning holds the components' knobs (tuning.go).
-	Tuning Tuning
-
 	// Wait is how Run waits for Postgres, Kafka and ClickHouse at start.
 	// It has no flags; its zero value takes depwait's defaults (250ms
 	// doubling to 5s between attempts, 5s per probe, a log entry per
@@ -106,7 +103,6 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.DurationVar(&s.Topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
 	fs.StringSliceVar(&s.Projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
-	bindTuningFlags(fs, s)
 	config.MarkSecret(fs, "auth-write-tokens", "auth-read-tokens", "auth-tokens")
 }
 
@@ -181,7 +177,6 @@ func (s *Settings) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, s.validateTokens()...)
-	errs = append(errs, s.validateTuning()...)
 	if s.JobResultsRetention < 0 {
 		errs = append(errs, fmt.Errorf("--retention-job-results must not be negative, got %s", s.JobResultsRetention))
 	}

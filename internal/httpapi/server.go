@@ -144,7 +144,7 @@ func (s *Server) Start(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("%s server: listen on %s: %w", s.cfg.Name, s.cfg.Addr, err)
+		return &ListenError{Server: s.cfg.Name, Addr: s.cfg.Addr, Err: err}
 	}
 	s.started = true
 	s.ln = ln
