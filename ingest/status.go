@@ -6,74 +6,26 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/internal/httpapi"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
 )
 
-// jobStatusBody is the body of GET /v1/jobs/{id}.
+// jobStatusBody is the body of GET /v1/jobs/{id}. A WRITE_READY job's
+// ConsistencyToken is the wire form the read store takes as it is
+// (oplog.EncodeToken); Coordinates are what it encodes, for clients that
+// want to look inside.
 type jobStatusBody struct {
-	JobID            string                  `json:"jobId"`
-	Status           oplog.JobStatus         `json:"status"`
-	DocumentID       string                  `json:"documentId,omitempty"`
-	Streams          []oplog.StreamRange     `json:"streams,omitempty"`
-	ConsistencyToken *oplog.ConsistencyToken `json:"consistencyToken,omitempty"`
-	ErrorHistory     *[]oplog.ErrorInfo      `json:"errorHistory,omitempty"`
-	CompletedAt      *time.Time              `json:"completedAt,omitempty"`
-}
-
-// idVerdict is what a job id alone says about a job without a result.
-type idVerdict int
-
-const (
-	idMalformed idVerdict = iota // never an id ingest or a producer could have used
-	idExpired                    // a UUIDv7 older than the jobs topic's retention
-	idPending                    // it may still get a result
-)
-
-// classifyID applies the rule for a job with no result (DESIGN §3): a job
-// id is a UUID in canonical lowercase form (the record contract's), so
-// anything else is malformed and 404. A UUIDv7 carries the time it was made;
-// once that is older than the jobs topic's retention its record has expired
-// unread and the job will never have a result, so 404. Any other well-formed
-// id — a UUIDv7 within retention, the UUIDv5 of an Idempotency-Key, a
-// direct producer's own UUID — may belong to a job still on the topic, so it
-// is PENDING.
-func classifyID(id string, retention time.Duration, now time.Time) idVerdict {
-	if !canonicalUUID(id) {
-		return idMalformed
-	}
-	u, err := uuid.Parse(id)
-	if err != nil || u.Version() != 7 || retention < 0 {
-		return idPending
-	}
-	sec, nsec := u.Time().UnixTime()
-	if now.Sub(time.Unix(sec, nsec)) > retention {
-		return idExpired
-	}
-	return idPending
-}
-
-func canonicalUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-				return false
-			}
-		}
-	}
-	return true
+	JobID            string              `json:"jobId"`
+	Status           oplog.JobStatus     `json:"status"`
+	DocumentID       string              `json:"documentId,omitempty"`
+	Streams          []oplog.StreamRange `json:"streams,omitempty"`
+	ConsistencyToken string              `json:"consistencyToken,omitempty"`
+	Coordinates      *[]oplog.Coordinate `json:"coordinates,omitempty"`
+	ErrorHistory     *[]oplog.ErrorInfo  `json:"errorHistory,omitempty"`
+	CompletedAt      *time.Time          `json:"completedAt,omitempty"`
 }
 
 // parseWait reads ?wait= (httpapi.ParseWait), capped at max; 0 when absent.
@@ -104,8 +56,8 @@ func (h *Handler) jobStatus(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, apiErr)
 		return
 	}
-	verdict := classifyID(id, h.cfg.JobsRetention, time.Now())
-	if verdict == idMalformed {
+	verdict := record.ClassifyUnresolved(id, h.cfg.JobsRetention, time.Now())
+	if verdict == record.MalformedJobID {
 		h.refuse(w, r, fieldError(http.StatusNotFound, CodeJobNotFound, "id", "%q is not a job id (a UUID in lowercase 8-4-4-4-12 form)", id))
 		return
 	}
@@ -114,7 +66,7 @@ func (h *Handler) jobStatus(w http.ResponseWriter, r *http.Request) {
 		found bool
 		err   error
 	)
-	if wait > 0 && verdict == idPending && !h.isClosing() {
+	if wait > 0 && verdict == record.PendingJobID && !h.isClosing() {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		res, found, err = h.poller.wait(ctx, id)
 		cancel()
@@ -130,7 +82,7 @@ func (h *Handler) jobStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !found {
-		if verdict == idExpired {
+		if verdict == record.ExpiredJobID {
 			h.refuse(w, r, fieldError(http.StatusNotFound, CodeJobNotFound, "id",
 				"job %s has no result and was submitted more than %s ago, past the jobs topic's retention", id, h.cfg.JobsRetention))
 			return
@@ -157,7 +109,8 @@ func (h *Handler) statusOf(ctx context.Context, res *oplog.JobResult) jobStatusB
 		if token.Coordinates == nil {
 			token.Coordinates = []oplog.Coordinate{}
 		}
-		body.ConsistencyToken = &token
+		body.ConsistencyToken = oplog.EncodeToken(token)
+		body.Coordinates = &token.Coordinates
 		if h.readReady != nil {
 			ok, err := h.readReady.ReadReady(ctx, token)
 			switch {

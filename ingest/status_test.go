@@ -157,10 +157,18 @@ func TestJobStatusFromTheStore(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "WRITE_READY", body["status"])
 	require.Equal(t, "doc-s1", body["documentId"])
-	require.Equal(t, map[string]any{"coordinates": []any{
+	require.Equal(t, []any{
 		map[string]any{"documentId": "doc-s1", "scope": "document", "branch": "main", "index": float64(1)},
 		map[string]any{"documentId": "doc-s1", "scope": "global", "branch": "main", "index": float64(1)},
-	}}, body["consistencyToken"])
+	}, body["coordinates"])
+	// The token is the read store's wire form of those coordinates, a
+	// string a client copies as it is.
+	token, ok := body["consistencyToken"].(string)
+	require.True(t, ok, "consistencyToken is a string: %v", body["consistencyToken"])
+	decoded, err := oplog.DecodeToken(token)
+	require.NoError(t, err)
+	require.Equal(t, stored.Token, decoded)
+	require.Equal(t, oplog.EncodeToken(stored.Token), token)
 	require.Len(t, body["streams"], 2)
 	require.NotEmpty(t, body["completedAt"])
 	require.Len(t, stored.Token.Coordinates, 2)
@@ -175,6 +183,7 @@ func TestJobStatusFromTheStore(t *testing.T) {
 		"cause": map[string]any{"name": "Balance", "message": "-5"},
 	}}, body["errorHistory"])
 	require.NotContains(t, body, "consistencyToken")
+	require.NotContains(t, body, "coordinates")
 
 	// An id past retention that has a result reports it: the 404 rule is
 	// for jobs without one.

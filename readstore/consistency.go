@@ -13,6 +13,17 @@ import (
 	oplog "github.com/doclog/doclog/log"
 )
 
+// A client sends the consistency token of a job (oplog.EncodeToken) in the
+// TokenHeader header or the TokenParam query parameter, not both unless
+// equal.
+const (
+	TokenHeader = "X-Consistency-Token"
+	TokenParam  = "consistencyToken"
+)
+
+// tokenForm ends the message of an invalid token.
+const tokenForm = "a consistency token is the opaque string a job's status returns in consistencyToken (GET /v1/jobs/{id} on the ingest API, or doclogctl jobs get); copy it as is"
+
 // Behind is a token coordinate its source has not reached: Applied is the
 // last index the source had applied to the stream when it was last looked
 // up (-1 for none).

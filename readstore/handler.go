@@ -300,9 +300,9 @@ func (h *Handler) consistency(r *http.Request, q query, source Source) *APIError
 	if field == "" {
 		return nil
 	}
-	token, err := DecodeToken(raw)
+	token, err := oplog.DecodeToken(raw)
 	if err != nil {
-		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidToken, Field: field, Message: field + ": " + err.Error()}
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidToken, Field: field, Message: field + ": " + err.Error() + "; " + tokenForm}
 	}
 	err = h.waiter.await(r.Context(), source, token, wait)
 	var (

@@ -210,4 +210,4 @@ func checkSpec(t *testing.T, hr *http.Request, res response) {
 }
 
 // tokenOf is the wire form of the job's consistency token.
-func tokenOf(t oplog.ConsistencyToken) string { return readstore.EncodeToken(t) }
+func tokenOf(t oplog.ConsistencyToken) string { return oplog.EncodeToken(t) }

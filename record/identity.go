@@ -2,6 +2,9 @@ package record
 
 import (
 	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -53,4 +56,40 @@ func ReadableIdentity(rec *kgo.Record) (jobID, documentID string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// Unresolved is what a job id alone says of a job that has no result.
+type Unresolved int
+
+const (
+	// MalformedJobID: never an id ingest or a producer could have used.
+	MalformedJobID Unresolved = iota
+	// ExpiredJobID: a UUIDv7 made longer ago than the jobs topic's
+	// retention, so its record expired unread and it will never have a
+	// result.
+	ExpiredJobID
+	// PendingJobID: it may still get a result.
+	PendingJobID
+)
+
+// ClassifyUnresolved applies the rule for a job with no result, which the
+// ingest API and doclogctl share: a job id is a UUID in canonical lowercase
+// form, so anything else is malformed. A UUIDv7 carries the time it was
+// made; once that is older than retention (the jobs topic's) the job has
+// expired. Any other well-formed id — a UUIDv7 within retention, the UUIDv5
+// of an idempotency key, a direct producer's own UUID — may belong to a job
+// still on the topic, so it is pending. A negative retention expires none.
+func ClassifyUnresolved(id string, retention time.Duration, now time.Time) Unresolved {
+	if checkUUID(id) != "" {
+		return MalformedJobID
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 || retention < 0 {
+		return PendingJobID
+	}
+	sec, nsec := u.Time().UnixTime()
+	if now.Sub(time.Unix(sec, nsec)) > retention {
+		return ExpiredJobID
+	}
+	return PendingJobID
 }

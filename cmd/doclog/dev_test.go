@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -71,8 +70,8 @@ func TestDevEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &accepted))
 
 	var status struct {
-		Status           string          `json:"status"`
-		ConsistencyToken json.RawMessage `json:"consistencyToken"`
+		Status           string `json:"status"`
+		ConsistencyToken string `json:"consistencyToken"`
 	}
 	waitUntil := time.Now().Add(2 * time.Minute)
 	for status.Status != "READ_READY" {
@@ -83,13 +82,13 @@ func TestDevEndToEnd(t *testing.T) {
 		resp.Body.Close()
 		require.NotEqual(t, "FAILED", status.Status)
 	}
-	require.Contains(t, string(status.ConsistencyToken), `"coordinates"`)
+	require.NotEmpty(t, status.ConsistencyToken)
 
-	// Read it back through the read store with the job's consistency token.
-	token := []byte(status.ConsistencyToken)
+	// Read it back through the read store with the job's consistency token,
+	// passed as the status gave it.
 	req, err := http.NewRequest(http.MethodGet, urls["readstore"]+"/v1/documents/"+accepted.DocumentID, nil)
 	require.NoError(t, err)
-	req.Header.Set("X-Consistency-Token", base64.RawURLEncoding.EncodeToString(token))
+	req.Header.Set("X-Consistency-Token", status.ConsistencyToken)
 	resp, err = client.Do(req)
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)

@@ -2,7 +2,6 @@ package apitest_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -232,8 +231,8 @@ func readyz(a *app.App) (int, string) {
 
 // seed creates the documents the OpenAPI documents' examples name through
 // ingest, waits until the read store serves them, and returns the consistency
-// token of the example document's creation, base64url-encoded as the read
-// store takes it.
+// token of the example document's creation, as its job status gives it and
+// the read store takes it.
 func seed(t *testing.T, ingestURL, readstoreURL string) string {
 	t.Helper()
 	for _, doc := range []string{exampleDocument, exampleSlug, exampleChild} {
@@ -244,8 +243,8 @@ func seed(t *testing.T, ingestURL, readstoreURL string) string {
 	parent := submit(t, ingestURL, `{"documentId":"`+exampleDocument+`","documentType":"doclog/json","name":"Quarterly report",`+
 		`"slug":"`+exampleSlug+`","actions":[{"type":"MERGE_PATCH","scope":"global","input":{"title":"Q3","status":"draft"}},`+
 		`{"type":"ADD_RELATIONSHIP","scope":"document","input":{"targetId":"`+exampleChild+`"}}]}`)
-	awaitReadReady(t, ingestURL, child)
-	token := base64.RawURLEncoding.EncodeToString(awaitReadReady(t, ingestURL, parent))
+	awaitStatus(t, ingestURL, child, "READ_READY")
+	token := awaitStatus(t, ingestURL, parent, "READ_READY").ConsistencyToken
 	// READ_READY is the document view's; the relationship index has the
 	// child once a find with the token answers it.
 	code, raw := call(t, http.MethodGet, readstoreURL+"/v1/documents?parent="+exampleDocument+"&wait=30s", readToken, "", readstore.TokenHeader, token)
@@ -262,28 +261,6 @@ func submit(t *testing.T, ingestURL, body string) string {
 	var accepted struct{ JobID string }
 	require.NoError(t, json.Unmarshal(raw, &accepted))
 	return accepted.JobID
-}
-
-// awaitReadReady polls the job's status until it is READ_READY and returns
-// its consistency token's JSON.
-func awaitReadReady(t *testing.T, ingestURL, jobID string) json.RawMessage {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		code, raw := call(t, http.MethodGet, ingestURL+"/v1/jobs/"+jobID+"?wait=5s", readToken, "")
-		require.Equal(t, http.StatusOK, code, "%s", raw)
-		var status struct {
-			Status           string
-			ConsistencyToken json.RawMessage
-			ErrorHistory     json.RawMessage
-		}
-		require.NoError(t, json.Unmarshal(raw, &status))
-		require.NotEqual(t, "FAILED", status.Status, "seed job %s failed: %s", jobID, status.ErrorHistory)
-		if status.Status == "READ_READY" {
-			return status.ConsistencyToken
-		}
-		require.True(t, time.Now().Before(deadline), "seed job %s was not READ_READY within 2 minutes (%s)", jobID, status.Status)
-	}
 }
 
 // call sends a request with the bearer token, a JSON body unless body is

@@ -1,4 +1,4 @@
-package readstore
+package log
 
 import (
 	"bytes"
@@ -6,18 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	oplog "github.com/doclog/doclog/log"
 )
 
-// Wire form of a consistency token. A client sends the token of a job's
-// WRITE_READY result in the TokenHeader header or the TokenParam query
-// parameter (not both, unless equal): the JSON object
-// {"coordinates":[{"documentId","scope","branch","index"}]} encoded as
-// base64url, padding optional. A token is opaque to clients; they copy it.
+// The wire form of a consistency token, its one definition: the job status
+// of the ingest API and doclogctl hand it out, the read store takes it. It
+// is the JSON object {"coordinates":[{"documentId","scope","branch","index"}]}
+// encoded as base64url, padding optional. A token is opaque to clients; they
+// copy it as it is.
 const (
-	TokenHeader = "X-Consistency-Token"
-	TokenParam  = "consistencyToken"
 	// MaxTokenCoordinates bounds a token's coordinates (a job writes one per
 	// stream, a client may merge the tokens of several jobs).
 	MaxTokenCoordinates = 256
@@ -33,10 +29,10 @@ type TokenError struct {
 
 func (e *TokenError) Error() string { return "consistency token: " + e.Reason }
 
-// EncodeToken renders a token in its wire form.
-func EncodeToken(t oplog.ConsistencyToken) string {
+// EncodeToken renders a token in its wire form (no padding).
+func EncodeToken(t ConsistencyToken) string {
 	if t.Coordinates == nil {
-		t.Coordinates = []oplog.Coordinate{}
+		t.Coordinates = []Coordinate{}
 	}
 	b, _ := json.Marshal(t) // plain strings and integers always encode
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -45,8 +41,8 @@ func EncodeToken(t oplog.ConsistencyToken) string {
 // DecodeToken parses a token's wire form. An empty branch is the default
 // branch; a coordinate needs a document id, a scope and an index of at
 // least 0.
-func DecodeToken(s string) (oplog.ConsistencyToken, error) {
-	var t oplog.ConsistencyToken
+func DecodeToken(s string) (ConsistencyToken, error) {
+	var t ConsistencyToken
 	if len(s) > maxTokenBytes {
 		return t, &TokenError{Reason: fmt.Sprintf("longer than %d bytes", maxTokenBytes)}
 	}
@@ -57,7 +53,7 @@ func DecodeToken(s string) (oplog.ConsistencyToken, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var w struct {
-		Coordinates []*oplog.Coordinate `json:"coordinates"`
+		Coordinates []*Coordinate `json:"coordinates"`
 	}
 	if err := dec.Decode(&w); err != nil {
 		return t, &TokenError{Reason: "not a JSON object {\"coordinates\":[…]}: " + err.Error()}
@@ -71,7 +67,7 @@ func DecodeToken(s string) (oplog.ConsistencyToken, error) {
 	if len(w.Coordinates) > MaxTokenCoordinates {
 		return t, &TokenError{Reason: fmt.Sprintf("coordinates: %d, more than %d", len(w.Coordinates), MaxTokenCoordinates)}
 	}
-	t.Coordinates = make([]oplog.Coordinate, 0, len(w.Coordinates))
+	t.Coordinates = make([]Coordinate, 0, len(w.Coordinates))
 	for i, c := range w.Coordinates {
 		switch {
 		case c == nil:
@@ -84,7 +80,7 @@ func DecodeToken(s string) (oplog.ConsistencyToken, error) {
 			return t, &TokenError{Reason: fmt.Sprintf("coordinates[%d].index: %d is negative", i, c.Index)}
 		}
 		if c.Branch == "" {
-			c.Branch = oplog.DefaultBranch
+			c.Branch = DefaultBranch
 		}
 		t.Coordinates = append(t.Coordinates, *c)
 	}
