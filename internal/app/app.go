@@ -372,6 +372,7 @@ func (a *App) buildProjectors() error {
 }
 
 func (a *App) addProjector(name string, rc projectors.Config) error {
+	rc.Start = a.s.projectorStart(name)
 	r, err := projectors.New(rc)
 	if err != nil {
 		return fmt.Errorf("building projector %s: %w", name, err)

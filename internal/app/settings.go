@@ -59,6 +59,7 @@ type Settings struct {
 
 	Projectors    []string
 	ClickHouseURL string
+	startSettings // --analytics-start (startpos.go)
 
 	JobResultsRetention time.Duration
 
@@ -102,6 +103,7 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.DurationVar(&s.Topics.WriteReadyRetention, "topics-write-ready-retention", kafka.DefaultWriteReadyRetention, "retention of the write-ready topic")
 	fs.DurationVar(&s.Topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
 	fs.StringSliceVar(&s.Projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
+	bindStartFlags(fs, s)
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
 	config.MarkSecret(fs, "auth-write-tokens", "auth-read-tokens", "auth-tokens")
 }

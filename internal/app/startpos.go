@@ -1,0 +1,50 @@
+package app
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/doclog/doclog/projectors"
+)
+
+// startSettings are where the projectors start on a write-ready partition
+// they have no checkpoint for (projectors.StartPosition).
+type startSettings struct {
+	// AnalyticsStart is the analytics projector's start. The document view
+	// and the indexer always start at the beginning of the log: their
+	// readers expect every document.
+	AnalyticsStart projectors.StartPosition
+}
+
+func bindStartFlags(fs *pflag.FlagSet, s *Settings) {
+	fs.Var(startValue{&s.AnalyticsStart}, "analytics-start",
+		"where a new analytics projector starts reading: earliest (the whole log), latest (documents written from now on; the others appear once written to) or an RFC 3339 time; only for partitions it has no checkpoint for")
+}
+
+// projectorStart is the start of the named projector.
+func (s *Settings) projectorStart(name string) projectors.StartPosition {
+	if name == "analytics" {
+		return s.AnalyticsStart
+	}
+	return projectors.StartPosition{}
+}
+
+// startValue is a projectors.StartPosition as a flag.
+type startValue struct{ p *projectors.StartPosition }
+
+func (v startValue) String() string {
+	if v.p == nil {
+		return projectors.StartPosition{}.String()
+	}
+	return v.p.String()
+}
+
+func (v startValue) Set(s string) error {
+	p, err := projectors.ParseStartPosition(s)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+func (startValue) Type() string { return "position" }
