@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -77,7 +76,7 @@ func newQuarantineCmd(g *globals) *cobra.Command {
 		},
 	}
 
-	var scope, clickhouseURL string
+	var scope string
 	lift := &cobra.Command{
 		Use:   "lift DOCUMENT_ID",
 		Short: "Re-verify a document's quarantined streams from the log and apply what waited (exit 3 when one still does not verify)",
@@ -88,7 +87,7 @@ transaction holding the stream's lock: the operations that waited behind
 the quarantine are applied, and the stream moves with new records again.
 A stream that still does not verify stays quarantined, and the finding is
 reported (exit 3). Lifting an analytics quarantine writes to ClickHouse:
-give --clickhouse-url or CLICKHOUSE_URL.`,
+it needs --clickhouse-url (or the context's clickhouse-url).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, err := names()
@@ -96,9 +95,7 @@ give --clickhouse-url or CLICKHOUSE_URL.`,
 				return err
 			}
 			branch, _ := cmd.Flags().GetString("branch")
-			if clickhouseURL == "" {
-				clickhouseURL = os.Getenv("CLICKHOUSE_URL")
-			}
+			clickhouseURL := g.ClickHouseURL
 			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
 				all, err := admin.ListQuarantines(ctx, s, ps)
 				if err != nil {
@@ -161,7 +158,6 @@ give --clickhouse-url or CLICKHOUSE_URL.`,
 		},
 	}
 	lift.Flags().StringVar(&scope, "scope", "", "only the stream of this scope; default every quarantined scope of the document")
-	lift.Flags().StringVar(&clickhouseURL, "clickhouse-url", "", "ClickHouse of the analytics projector, e.g. clickhouse://host:9000/doclog (also CLICKHOUSE_URL); needed to lift an analytics quarantine")
 	cmd.AddCommand(list, lift)
 	return cmd
 }
@@ -190,7 +186,7 @@ func liftProjector(ctx context.Context, name, clickhouseURL string) (projectors.
 		return indexer.Projector{}, func() {}, nil
 	case analytics.DefaultName:
 		if clickhouseURL == "" {
-			return nil, nil, usagef("lifting an analytics quarantine writes to ClickHouse: set --clickhouse-url or CLICKHOUSE_URL")
+			return nil, nil, usagef("lifting an analytics quarantine writes to ClickHouse: set --clickhouse-url, DOCLOG_CLICKHOUSE_URL or CLICKHOUSE_URL, or add clickhouse-url to a context")
 		}
 		cfg, err := analytics.ParseURL(clickhouseURL)
 		if err != nil {

@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/record"
 )
 
@@ -124,4 +126,46 @@ WHERE document_id = 'doc-q' AND scope = 'global' AND idx = 1`)
 	require.Len(t, list(), 1, "a refused lift keeps the quarantine")
 	require.EqualValues(t, 4, list()[0].Index)
 	require.EqualValues(t, 3, viewIndex())
+}
+
+// TestQuarantineLiftAnalytics: lifting an analytics quarantine writes the
+// replayed stream to ClickHouse, so it needs --clickhouse-url (exit 2
+// without); with it the stream's operations reach the analytics tables.
+// The quarantine row is written directly: no analytics runner runs here,
+// and Lift does not depend on how the quarantine came about.
+func TestQuarantineLiftAnalytics(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t)
+	ctx := context.Background()
+	for i, kind := range []record.Kind{record.KindCreate, record.KindMutate} {
+		j := &record.Job{JobID: fmt.Sprintf("0193a000-0000-7000-8000-0000000004%02d", i), Kind: kind, DocumentID: "doc-a", DocumentType: "doclog/json",
+			Actions: []oplog.Action{{ID: fmt.Sprintf("a%d", i), Type: "MERGE_PATCH", Scope: oplog.ScopeGlobal, Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}}
+		p.submit(t, j)
+		require.Equal(t, oplog.JobWriteReady, p.await(t, j.JobID).Status)
+	}
+	_, err := p.store.Pool().Exec(ctx, `INSERT INTO quarantined_streams (projector, document_id, scope, branch, idx, error_name, reason)
+VALUES ('analytics', 'doc-a', 'global', 'main', 1, 'HashMismatch', 'planted by the test')`)
+	require.NoError(t, err)
+
+	code, _, errOut := ctl(t, append([]string{"docs", "quarantine", "lift", "doc-a"}, p.args...)...)
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "lifting an analytics quarantine writes to ClickHouse: set --clickhouse-url")
+
+	addr, db := testenv.ClickHouseDatabase(t)
+	url := "clickhouse://" + addr + "/" + db
+	code, out, errOut := ctl(t, append([]string{"docs", "quarantine", "lift", "doc-a", "--projector", "analytics", "--clickhouse-url", url}, p.args...)...)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "lifted: 2 operation(s) replayed and verified, now at index 1")
+	code, out, _ = ctl(t, append([]string{"docs", "quarantine", "list", "-o", "json"}, p.args...)...)
+	require.Equal(t, exitOK, code)
+	require.JSONEq(t, `[]`, out)
+
+	cfg, err := analytics.ParseURL(url)
+	require.NoError(t, err)
+	r, err := analytics.NewReader(ctx, cfg)
+	require.NoError(t, err)
+	defer r.Close()
+	counts, err := r.OperationCounts(ctx, oplog.DefaultBranch)
+	require.NoError(t, err)
+	require.Equal(t, map[string]uint64{"doc-a": 2}, counts)
 }
