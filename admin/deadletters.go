@@ -36,65 +36,22 @@ func ListDeadLetters(ctx context.Context, cfg kafka.Config, topic string) ([]Dea
 		return nil, err
 	}
 	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
-	starts, err := adm.ListStartOffsets(ctx, topic)
+	starts, ends, err := partitionBounds(ctx, kadm.NewClient(admCl), topic)
 	if err != nil {
-		return nil, fmt.Errorf("listing dead letters: start offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("listing dead letters: %w", err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("listing dead letters: end offsets of %s: %w", topic, err)
-	}
-	from := map[int32]kgo.Offset{}
-	remaining := map[int32]int64{} // partition -> end offset still to reach
-	var listErr error
-	starts.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			listErr = fmt.Errorf("listing dead letters: partition %d of %s: %w", o.Partition, topic, o.Err)
-			return
+	out := []DeadLetterEntry{}
+	err = readPartitions(ctx, cfg, topic, starts, ends, func(rec *kgo.Record) {
+		e := DeadLetterEntry{Partition: rec.Partition, Offset: rec.Offset}
+		if dl, err := record.DecodeDeadLetter(rec); err != nil {
+			e.DecodeError = err.Error()
+		} else {
+			e.DeadLetter = dl
 		}
-		end, _ := ends.Lookup(topic, o.Partition)
-		if end.Offset > o.Offset {
-			from[o.Partition] = kgo.NewOffset().At(o.Offset)
-			remaining[o.Partition] = end.Offset
-		}
+		out = append(out, e)
 	})
-	if listErr != nil {
-		return nil, listErr
-	}
-	if len(remaining) == 0 {
-		return []DeadLetterEntry{}, nil
-	}
-	cl, err := kafka.NewClient(cfg, nil, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}))
 	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	var out []DeadLetterEntry
-	for len(remaining) > 0 {
-		fetches := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("listing dead letters of %s: %w", topic, err)
-		}
-		if errs := fetches.Errors(); len(errs) > 0 {
-			return nil, fmt.Errorf("listing dead letters of %s: %w", topic, errs[0].Err)
-		}
-		fetches.EachRecord(func(rec *kgo.Record) {
-			end, ok := remaining[rec.Partition]
-			if !ok || rec.Offset >= end {
-				return
-			}
-			e := DeadLetterEntry{Partition: rec.Partition, Offset: rec.Offset}
-			if dl, err := record.DecodeDeadLetter(rec); err != nil {
-				e.DecodeError = err.Error()
-			} else {
-				e.DeadLetter = dl
-			}
-			out = append(out, e)
-			if rec.Offset+1 >= end {
-				delete(remaining, rec.Partition)
-			}
-		})
+		return nil, fmt.Errorf("listing dead letters: %w", err)
 	}
 	return out, nil
 }

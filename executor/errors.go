@@ -26,6 +26,10 @@ const (
 	NameJobTimeout              = "JobTimeout"
 	NameDependencyFailed        = "DependencyFailed"
 	NameDocumentTypeMismatch    = "DocumentTypeMismatch"
+	// NameCancelled names the FAILED result an operator writes for a job
+	// not yet applied (doclogctl jobs cancel). The executor never writes
+	// it: it finds the result when it reaches the job and announces it.
+	NameCancelled = "Cancelled"
 	// NamePanic is the name of the cause of a ReducerError whose reducer
 	// panicked: the model names both ReducerError, and the cause tells them
 	// apart after they crossed a boundary.
@@ -238,6 +242,8 @@ func failureType(info oplog.ErrorInfo) record.ErrorType {
 		return record.ErrConflictBudgetExhausted
 	case NameRetriesExhausted:
 		return record.ErrRetriesExhausted
+	case NameCancelled:
+		return record.ErrCancelled
 	case record.ErrorName:
 		return record.ErrDecode
 	}

@@ -64,6 +64,9 @@ func TestFailureClassification(t *testing.T) {
 		require.Equal(t, tc.err.Error(), info.Message)
 		require.Equal(t, tc.typ, failureType(info), "%v", tc.err)
 	}
+	// An operator's cancellation is written by doclogctl, not by an error
+	// of the executor's: its name alone classifies it.
+	require.Equal(t, record.ErrCancelled, failureType(oplog.ErrorInfo{Name: NameCancelled, Message: "cancelled by an operator"}))
 	// Causes keep their names across the boundary.
 	info := errorInfo(&RetriesExhaustedError{Attempts: 2, Last: &model.HashMismatch{}})
 	require.NotNil(t, info.Cause)

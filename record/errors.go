@@ -54,6 +54,9 @@ const (
 	// ErrRetriesExhausted: a transient error persisted through maxRetries
 	// attempts. Unavailability of Postgres or Kafka is never counted.
 	ErrRetriesExhausted ErrorType = "RETRIES_EXHAUSTED"
+	// ErrCancelled: an operator cancelled the job before it was applied
+	// (doclogctl jobs cancel); nothing of it was written.
+	ErrCancelled ErrorType = "CANCELLED"
 	// ErrUnclassified: a terminal error that fits no other type; its
 	// ErrorInfo name says more. A bug to classify, should it ever appear.
 	ErrUnclassified ErrorType = "UNCLASSIFIED"
@@ -65,7 +68,7 @@ func ErrorTypes() []ErrorType {
 		ErrDecode, ErrRecordTooLarge, ErrInvalidAction, ErrUnknownDocumentType,
 		ErrReducer, ErrReducerPanic, ErrDocumentNotFound, ErrDocumentExists,
 		ErrDocumentDeleted, ErrDependencyFailed, ErrTimeout,
-		ErrConflictBudgetExhausted, ErrRetriesExhausted, ErrUnclassified,
+		ErrConflictBudgetExhausted, ErrRetriesExhausted, ErrCancelled, ErrUnclassified,
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "jobs", Short: "Look up and submit jobs"}
+	cmd := &cobra.Command{Use: "jobs", Short: "Look up, submit, list and cancel jobs"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "get JOB_ID...",
 		Short: "Show the stored results of jobs (PENDING when a job has none yet)",
@@ -55,7 +55,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 			})
 		},
 	})
-	cmd.AddCommand(newJobsSubmitCmd(g))
+	cmd.AddCommand(newJobsSubmitCmd(g), newJobsListCmd(g), newJobsCancelCmd(g))
 	return cmd
 }
 
