@@ -428,7 +428,8 @@ func TestConfigReachesDoclog(t *testing.T) {
 	require.True(t, read["DOCLOG_DATABASE_URL"], "parsed the flags from:\n%s", help)
 	require.True(t, read["DOCLOG_DATABASE_URL_FILE"], "parsed the secrets' files from:\n%s", help)
 
-	for _, args := range [][]string{nil, {"-f", productionValues}, {"--set", "extraConfig.DOCLOG_MIGRATE=auto"}, httpTLSValues} {
+	for _, args := range [][]string{nil, {"-f", productionValues}, {"--set", "extraConfig.DOCLOG_MIGRATE=auto"}, httpTLSValues,
+		{"--set", "tuning.executor.jobTimeout=30s", "--set", "tuning.projectors.reconcileInterval=-1s"}} {
 		objs := render(t, args...)
 		for key := range find[*corev1.ConfigMap](t, objs, "ConfigMap", "doclog").Data {
 			require.True(t, read[key], "the ConfigMap sets %s, which doclog serve does not read", key)

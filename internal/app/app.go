@@ -23,6 +23,7 @@ import (
 
 	"github.com/doclog/doclog/admin"
 	"github.com/doclog/doclog/executor"
+	"github.com/doclog/doclog/executor/cache"
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/ingest"
@@ -133,6 +134,7 @@ func (a *App) build() error {
 		if err != nil {
 			return err
 		}
+		cfg = a.s.analyticsTuning(cfg)
 		cfg.Registerer = a.metrics
 		if err := cfg.WithDefaults().Validate(); err != nil {
 			return err
@@ -270,14 +272,11 @@ func (a *App) buildIngest() error {
 		return err
 	}
 	a.closers = append(a.closers, cl.Close)
-	srv, err := ingest.NewServer(ingest.Config{
-		Addr:          a.s.IngestAddr,
-		JobsTopic:     a.names().Jobs,
-		BearerTokens:  a.s.writeTokens(),
-		ReadTokens:    a.s.AuthReadTokens,
-		JobsRetention: a.s.Topics.JobsRetention,
-		TLS:           a.tls,
-	}, ingest.Deps{
+	ic := a.s.Tuning.Ingest
+	ic.Addr, ic.JobsTopic, ic.TLS = a.s.IngestAddr, a.names().Jobs, a.tls
+	ic.BearerTokens, ic.ReadTokens = a.s.writeTokens(), a.s.AuthReadTokens
+	ic.JobsRetention = a.s.Topics.JobsRetention
+	srv, err := ingest.NewServer(ic, ingest.Deps{
 		Producer:   cl,
 		Results:    a.store,
 		Registry:   a.registry,
@@ -293,16 +292,18 @@ func (a *App) buildIngest() error {
 }
 
 func (a *App) buildExecutor() error {
-	group := a.s.Topics.Prefix + executor.DefaultGroup
-	ex, err := executor.New(executor.Config{
-		Store:      a.store,
-		Registry:   a.registry,
-		Kafka:      a.s.Kafka,
-		Topics:     a.names(),
-		Group:      group,
-		Logger:     a.logger.Named("executor"),
-		Registerer: a.metrics,
-	})
+	ec := a.s.Tuning.Executor.WithDefaults()
+	ec.Store, ec.Registry = a.store, a.registry
+	ec.Kafka, ec.Topics, ec.Group = a.s.Kafka, a.names(), a.s.Topics.Prefix+executor.DefaultGroup
+	ec.Logger, ec.Registerer = a.logger.Named("executor"), a.metrics
+	cc := a.s.Tuning.Cache
+	cc.KeyframeInterval = ec.KeyframeInterval
+	wc, err := cache.New(a.store, a.registry, cc)
+	if err != nil {
+		return fmt.Errorf("creating the write cache: %w", err)
+	}
+	ec.Cache = wc
+	ex, err := executor.New(ec)
 	if err != nil {
 		return err
 	}
@@ -346,22 +347,21 @@ func (a *App) janitor() component {
 func (a *App) buildProjectors() error {
 	pstore := pgproj.New(a.pool)
 	for _, name := range a.s.Projectors {
-		rc := projectors.Config{
-			Store:      pstore,
-			Log:        a.store,
-			Registry:   a.registry,
-			Kafka:      a.s.Kafka,
-			Topic:      a.names().WriteReady,
-			Group:      a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name,
-			Logger:     a.logger.Named("projector." + name),
-			Registerer: a.metrics, // the runner labels its series by projector
-		}
+		rc := a.s.Tuning.Projectors
+		rc.Store, rc.Log, rc.Registry = pstore, a.store, a.registry
+		rc.Kafka, rc.Topic = a.s.Kafka, a.names().WriteReady
+		rc.Group = a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name
+		rc.Logger = a.logger.Named("projector." + name)
+		rc.Registerer = a.metrics // the runner labels its series by projector
 		switch name {
 		case "docview":
 			rc.Projector = docview.Projector{}
 		case "indexer":
 			rc.Projector = indexer.Projector{}
 		case "analytics":
+			// Its polls are --analytics-batch-rows, which RunnerConfig
+			// applies to a runner that names none.
+			rc.MaxPollRecords = 0
 			rc = a.analytics.p.RunnerConfig(rc)
 		}
 		if err := a.addProjector(name, rc); err != nil {
@@ -387,12 +387,10 @@ func (a *App) addProjector(name string, rc projectors.Config) error {
 }
 
 func (a *App) buildReadstore() error {
-	srv, err := readstore.NewServer(readstore.Config{
-		Addr:         a.s.ReadstoreAddr,
-		BearerTokens: a.s.writeTokens(),
-		ReadTokens:   a.s.AuthReadTokens,
-		TLS:          a.tls,
-	}, readstore.Deps{
+	rc := a.s.Tuning.Readstore
+	rc.Addr, rc.TLS = a.s.ReadstoreAddr, a.tls
+	rc.BearerTokens, rc.ReadTokens = a.s.writeTokens(), a.s.AuthReadTokens
+	srv, err := readstore.NewServer(rc, readstore.Deps{
 		Store:      pgread.New(a.pool),
 		Log:        a.store,
 		Registry:   a.registry,

@@ -63,6 +63,9 @@ type Settings struct {
 
 	JobResultsRetention time.Duration
 
+	// Tuning holds the components' knobs (tuning.go).
+	Tuning Tuning
+
 	// Wait is how Run waits for Postgres, Kafka and ClickHouse at start.
 	// It has no flags; its zero value takes depwait's defaults (250ms
 	// doubling to 5s between attempts, 5s per probe, a log entry per
@@ -105,6 +108,7 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.StringSliceVar(&s.Projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
 	bindStartFlags(fs, s)
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
+	bindTuningFlags(fs, s)
 	config.MarkSecret(fs, "auth-write-tokens", "auth-read-tokens", "auth-tokens")
 }
 
@@ -179,6 +183,7 @@ func (s *Settings) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, s.validateTokens()...)
+	errs = append(errs, s.validateTuning()...)
 	if s.JobResultsRetention < 0 {
 		errs = append(errs, fmt.Errorf("--retention-job-results must not be negative, got %s", s.JobResultsRetention))
 	}
