@@ -5,9 +5,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/jedib0t/go-pretty/v6/progress"
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
 
@@ -209,41 +209,60 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// benchProgress is the progress bar of a run: one tracker over the
-// submission time, its message the phase and the job counts.
+// benchProgress is the progress line of a run. While submitting it shows
+// the submission time against --duration and the jobs submitted; while
+// draining, the jobs READ_READY of those submitted, at the rate they have
+// become so since the drain began, and the time that leaves; in the other
+// phases, how long the phase has taken.
 type benchProgress struct {
-	pw      progress.Writer
-	tracker *progress.Tracker
+	line  *progressLine
+	total time.Duration
+	now   func() time.Time
+
+	mu    sync.Mutex
+	p     bench.Progress
+	since time.Time // when the phase began
+	from  int       // ReadReady when the phase began
 }
 
 func startProgress(w io.Writer, total time.Duration) *benchProgress {
-	pw := progress.NewWriter()
-	pw.SetOutputWriter(w)
-	pw.SetAutoStop(false)
-	pw.SetMessageLength(60)
-	pw.SetTrackerLength(30)
-	pw.SetUpdateFrequency(200 * time.Millisecond)
-	pw.ShowETA(false)
-	pw.ShowValue(false)
-	tr := &progress.Tracker{Message: "setup", Total: total.Milliseconds(), AutoStopDisabled: true}
-	pw.AppendTracker(tr)
-	go pw.Render()
-	return &benchProgress{pw: pw, tracker: tr}
+	b := newBenchProgress(total, time.Now)
+	b.line = startProgressLine(w, b.text)
+	return b
+}
+
+func newBenchProgress(total time.Duration, now func() time.Time) *benchProgress {
+	return &benchProgress{total: total, now: now, since: now(),
+		p: bench.Progress{Phase: "setup", WriteReady: -1, ReadReady: -1}}
 }
 
 func (b *benchProgress) update(p bench.Progress) {
-	msg := fmt.Sprintf("%s: %d jobs submitted", p.Phase, p.Submitted)
-	if p.WriteReady >= 0 {
-		msg = fmt.Sprintf("%s: %d/%d WRITE_READY, %d READ_READY", p.Phase, p.WriteReady, p.Submitted, p.ReadReady)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.Phase != b.p.Phase {
+		b.since, b.from = b.now(), max(p.ReadReady, 0)
 	}
-	b.tracker.UpdateMessage(msg)
-	b.tracker.SetValue(p.Elapsed.Milliseconds())
+	b.p = p
 }
 
-func (b *benchProgress) stop() {
-	b.tracker.MarkAsDone()
-	b.pw.Stop()
-	for b.pw.IsRenderInProgress() {
-		time.Sleep(10 * time.Millisecond)
+func (b *benchProgress) text(now time.Time) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.p
+	switch {
+	case p.Phase == "submit":
+		rate := 0.0
+		if p.Elapsed > 0 {
+			rate = float64(p.Submitted) / p.Elapsed.Seconds()
+		}
+		return fmt.Sprintf("submit: %s; %d jobs submitted, %.1f jobs/s", timeText(p.Elapsed, b.total), p.Submitted, rate)
+	case p.Phase == "drain":
+		return fmt.Sprintf("drain: READ_READY %s; WRITE_READY %d", countText(int64(p.ReadReady), int64(p.Submitted), int64(b.from), "jobs", now.Sub(b.since)), p.WriteReady)
+	case p.ReadReady >= 0:
+		return fmt.Sprintf("%s: %s; %d jobs submitted, %d READ_READY", p.Phase, roundDuration(now.Sub(b.since)), p.Submitted, p.ReadReady)
+	default:
+		return fmt.Sprintf("%s: %s", p.Phase, roundDuration(now.Sub(b.since)))
 	}
 }
+
+func (b *benchProgress) stop() { b.line.stop() }

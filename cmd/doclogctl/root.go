@@ -14,6 +14,7 @@ import (
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
+	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/kafka"
@@ -99,6 +100,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 
 	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g), newVerifyCmd(g))
 	hintUnreachable(root, g)
+	buildinfo.Install(root, func() bool { return g.output == "json" })
 	return root
 }
 

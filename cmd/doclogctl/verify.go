@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/jedib0t/go-pretty/v6/progress"
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
 
@@ -163,37 +163,38 @@ func verifyRow(f admin.Finding) table.Row {
 	return table.Row{string(f.Kind), f.Projector, stream, index, f.JobID, abbreviate(f.Message, 120)}
 }
 
-// verifyProgress is the progress bar of a verification: the phase, the
-// counts and the cursor to resume from, since the length of the log is not
-// known in advance.
+// verifyProgress is the progress line of a verification: the phase, the
+// documents verified and their rate, the operations and findings, and the
+// cursor to resume from. The length of the log is not known in advance, so
+// it shows no percentage and no ETA.
 type verifyProgress struct {
-	pw      progress.Writer
-	tracker *progress.Tracker
+	line *progressLine
+	mu   sync.Mutex
+	p    admin.VerifyProgress
+	from time.Time
 }
 
 func startVerifyProgress(g *globals) *verifyProgress {
-	pw := progress.NewWriter()
-	pw.SetOutputWriter(g.errOut)
-	pw.SetAutoStop(false)
-	pw.SetMessageLength(90)
-	pw.SetUpdateFrequency(200 * time.Millisecond)
-	pw.ShowValue(false)
-	tr := &progress.Tracker{Message: "starting", Total: 0, AutoStopDisabled: true}
-	pw.AppendTracker(tr)
-	go pw.Render()
-	return &verifyProgress{pw: pw, tracker: tr}
+	b := newVerifyProgress(time.Now())
+	b.line = startProgressLine(g.errOut, b.text)
+	return b
+}
+
+func newVerifyProgress(start time.Time) *verifyProgress {
+	return &verifyProgress{from: start, p: admin.VerifyProgress{Phase: "starting"}}
 }
 
 func (b *verifyProgress) update(p admin.VerifyProgress) {
-	b.tracker.UpdateMessage(fmt.Sprintf("%s: %d documents, %d operations, %d findings; --from %q",
-		p.Phase, p.Documents, p.Operations, p.Findings, p.Cursor))
-	b.tracker.SetValue(int64(p.Documents))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.p = p
 }
 
-func (b *verifyProgress) stop() {
-	b.tracker.MarkAsDone()
-	b.pw.Stop()
-	for b.pw.IsRenderInProgress() {
-		time.Sleep(10 * time.Millisecond)
-	}
+func (b *verifyProgress) text(now time.Time) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return fmt.Sprintf("%s: %s; %d operations, %d findings; --from %q",
+		b.p.Phase, countText(int64(b.p.Documents), 0, 0, "documents", now.Sub(b.from)), b.p.Operations, b.p.Findings, b.p.Cursor)
 }
+
+func (b *verifyProgress) stop() { b.line.stop() }
