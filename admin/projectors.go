@@ -68,6 +68,10 @@ func ListProjectors(ctx context.Context, store *postgres.Store, prefix string, n
 func RebuildProjector(ctx context.Context, store *postgres.Store, reg *model.Registry, kcfg kafka.Config, prefix, name string, logger *zap.Logger) (projectors.RebuildReport, error) {
 	p, ok := rebuildable[name]
 	if !ok {
+		if name == "analytics" {
+			return projectors.RebuildReport{}, fmt.Errorf("projector %q cannot be rebuilt here yet: only the Postgres projectors %s and %s rebuild in place; "+
+				"a rebuild of the ClickHouse tables without downtime is not done yet (docs/projectors.md)", name, docview.Name, indexer.Name)
+		}
 		return projectors.RebuildReport{}, fmt.Errorf("projector %q cannot be rebuilt here: the Postgres projectors are %s and %s", name, docview.Name, indexer.Name)
 	}
 	return projectors.Rebuild(ctx, projectors.Config{
