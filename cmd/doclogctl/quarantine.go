@@ -23,8 +23,11 @@ import (
 // liftOutcome is one stream's lift, as `docs quarantine lift` reports it.
 type liftOutcome struct {
 	admin.QuarantinedStream
-	// Lifted is true when the quarantine is gone and the stream caught up.
+	// Lifted is true when the quarantine is gone and the stream caught up;
+	// Already when something else lifted it first (the reconciler, for a
+	// model it learned; another operator).
 	Lifted    bool  `json:"lifted"`
+	Already   bool  `json:"already,omitempty"`
 	Replayed  int   `json:"replayed"`
 	LastIndex int64 `json:"lastIndex"`
 	// Refused is the finding that kept the quarantine: where a replay of
@@ -132,7 +135,7 @@ it needs --clickhouse-url (or the context's clickhouse-url).`,
 					case errors.Is(err, projectors.ErrNotQuarantined):
 						// Lifted meanwhile (the reconciler releases a model
 						// it learned): nothing left to do.
-						o.Lifted = true
+						o.Lifted, o.Already = true, true
 					case err != nil:
 						return fmt.Errorf("lift %s of projector %s: %w", q.Stream(), q.Projector, err)
 					default:
@@ -144,7 +147,10 @@ it needs --clickhouse-url (or the context's clickhouse-url).`,
 					t.AppendHeader(table.Row{"projector", "stream", "quarantined at", "outcome"})
 					for _, o := range out {
 						outcome := fmt.Sprintf("lifted: %d operation(s) replayed and verified, now at index %d", o.Replayed, o.LastIndex)
-						if o.Refused != nil {
+						switch {
+						case o.Already:
+							outcome = "lifted already, by the reconciler or another operator"
+						case o.Refused != nil:
 							outcome = fmt.Sprintf("refused: the log still fails at index %d: %s: %s", o.Refused.Index, o.Refused.ErrorName, abbreviate(o.Refused.Reason, 80))
 						}
 						t.AppendRow(table.Row{o.Projector, o.Stream().String(), o.Index, outcome})
