@@ -13,11 +13,11 @@ import (
 	"github.com/doclog/doclog/record"
 )
 
-// jobStatusBody is the body of GET /v1/jobs/{id}. A WRITE_READY job's
-// ConsistencyToken is the wire form the read store takes as it is
-// (oplog.EncodeToken); Coordinates are what it encodes, for clients that
-// want to look inside.
-type jobStatusBody struct {
+// JobStatus is a job's status as GET /v1/jobs/{id} answers it (and doclogctl
+// jobs get prints it). A WRITE_READY job's ConsistencyToken is the wire form
+// the read store takes as it is (oplog.EncodeToken); Coordinates are what it
+// encodes, for clients that want to look inside.
+type JobStatus struct {
 	JobID            string              `json:"jobId"`
 	Status           oplog.JobStatus     `json:"status"`
 	DocumentID       string              `json:"documentId,omitempty"`
@@ -87,17 +87,17 @@ func (h *Handler) jobStatus(w http.ResponseWriter, r *http.Request) {
 				"job %s has no result and was submitted more than %s ago, past the jobs topic's retention", id, h.cfg.JobsRetention))
 			return
 		}
-		writeJSON(w, http.StatusOK, jobStatusBody{JobID: id, Status: oplog.JobPending})
+		writeJSON(w, http.StatusOK, JobStatus{JobID: id, Status: oplog.JobPending})
 		return
 	}
 	writeJSON(w, http.StatusOK, h.statusOf(r.Context(), &res))
 }
 
-// statusOf reports a stored result. Results are written once and never
-// change, and READ_READY only ever follows WRITE_READY, so what a client sees
-// never regresses.
-func (h *Handler) statusOf(ctx context.Context, res *oplog.JobResult) jobStatusBody {
-	body := jobStatusBody{JobID: res.JobID, Status: res.Status, DocumentID: res.DocumentID}
+// StatusOf reports a stored result as it stands in the log: WRITE_READY
+// with its ranges and token, FAILED with its errors. Results are written
+// once and never change.
+func StatusOf(res *oplog.JobResult) JobStatus {
+	body := JobStatus{JobID: res.JobID, Status: res.Status, DocumentID: res.DocumentID}
 	if !res.CreatedAt.IsZero() {
 		t := res.CreatedAt.UTC()
 		body.CompletedAt = &t
@@ -105,27 +105,35 @@ func (h *Handler) statusOf(ctx context.Context, res *oplog.JobResult) jobStatusB
 	switch res.Status {
 	case oplog.JobWriteReady:
 		body.Streams = res.Streams
-		token := res.Token
-		if token.Coordinates == nil {
-			token.Coordinates = []oplog.Coordinate{}
+		coords := res.Token.Coordinates
+		if coords == nil {
+			coords = []oplog.Coordinate{}
 		}
-		body.ConsistencyToken = oplog.EncodeToken(token)
-		body.Coordinates = &token.Coordinates
-		if h.readReady != nil {
-			ok, err := h.readReady.ReadReady(ctx, token)
-			switch {
-			case err != nil:
-				h.logger.Warn("check whether the document view reached a job", zap.String("job_id", res.JobID), zap.Error(err))
-			case ok:
-				body.Status = oplog.JobReadReady
-			}
-		}
+		body.ConsistencyToken = oplog.EncodeToken(oplog.ConsistencyToken{Coordinates: coords})
+		body.Coordinates = &coords
 	case oplog.JobFailed:
 		hist := res.ErrorHistory
 		if hist == nil {
 			hist = []oplog.ErrorInfo{}
 		}
 		body.ErrorHistory = &hist
+	}
+	return body
+}
+
+// statusOf reports a stored result, READ_READY once the document view has
+// reached a WRITE_READY job's token. READ_READY only ever follows
+// WRITE_READY, so what a client sees never regresses.
+func (h *Handler) statusOf(ctx context.Context, res *oplog.JobResult) JobStatus {
+	body := StatusOf(res)
+	if res.Status == oplog.JobWriteReady && h.readReady != nil {
+		ok, err := h.readReady.ReadReady(ctx, oplog.ConsistencyToken{Coordinates: *body.Coordinates})
+		switch {
+		case err != nil:
+			h.logger.Warn("check whether the document view reached a job", zap.String("job_id", res.JobID), zap.Error(err))
+		case ok:
+			body.Status = oplog.JobReadReady
+		}
 	}
 	return body
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor/model"
@@ -125,13 +126,25 @@ func TestDocsAndJobs(t *testing.T) {
 	code, out, _ = ctl(t, append([]string{"docs", "get", "missing"}, db...)...)
 	require.Equal(t, exitFailed, code)
 
-	code, out, _ = ctl(t, append([]string{"jobs", "get", d.JobID, "0193a000-0000-7000-8000-0000000000ff", "-o", "json"}, db...)...)
-	require.Equal(t, exitOK, code)
-	var jobs []oplog.JobResult
+	// A UUIDv7 of now without a result may still get one: PENDING, as
+	// GET /v1/jobs/{id} answers it.
+	pending := uuid.Must(uuid.NewV7()).String()
+	code, out, errOut = ctl(t, append([]string{"jobs", "get", d.JobID, pending, "-o", "json"}, db...)...)
+	require.Equal(t, exitOK, code, errOut)
+	var jobs []jobStatus
 	require.NoError(t, json.Unmarshal([]byte(out), &jobs))
+	require.Len(t, jobs, 2)
 	require.Equal(t, oplog.JobWriteReady, jobs[0].Status)
 	require.Equal(t, oplog.JobPending, jobs[1].Status)
-	require.Len(t, jobs[0].Token.Coordinates, 2)
+	require.Empty(t, jobs[1].ConsistencyToken)
+	// The token is the read store's wire form of the coordinates beside it.
+	require.Len(t, *jobs[0].Coordinates, 2)
+	token, err := oplog.DecodeToken(jobs[0].ConsistencyToken)
+	require.NoError(t, err)
+	require.Equal(t, *jobs[0].Coordinates, token.Coordinates)
+	code, out, _ = ctl(t, append([]string{"jobs", "get", d.JobID}, db...)...)
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, jobs[0].ConsistencyToken, "the table shows the token to copy")
 }
 
 func TestDocsValidateReportsCorruptedKeyframe(t *testing.T) {

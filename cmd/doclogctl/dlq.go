@@ -67,6 +67,9 @@ func newDLQCmd(g *globals) *cobra.Command {
 			if all == (len(args) > 0) {
 				return usagef("name dead letters as PARTITION:OFFSET, or pass --all")
 			}
+			if err := checkRefs(args); err != nil {
+				return err
+			}
 			ctx, cancel := g.withTimeout(cmd.Context())
 			defer cancel()
 			entries, err := admin.ListDeadLetters(ctx, g.kafka(), g.topics().DeadLetters)
@@ -145,6 +148,9 @@ func newDLQCmd(g *globals) *cobra.Command {
 func (g *globals) topics() kafka.Topics { return kafka.TopicNames(g.topicPrefix) }
 
 func (g *globals) findDeadLetter(ctx context.Context, ref string) (admin.DeadLetterEntry, error) {
+	if err := checkRefs([]string{ref}); err != nil {
+		return admin.DeadLetterEntry{}, err
+	}
 	ctx, cancel := g.withTimeout(ctx)
 	defer cancel()
 	entries, err := admin.ListDeadLetters(ctx, g.kafka(), g.topics().DeadLetters)
@@ -164,14 +170,11 @@ func pick(entries []admin.DeadLetterEntry, refs []string) ([]admin.DeadLetterEnt
 	for _, e := range entries {
 		byRef[e.Ref()] = e
 	}
+	if err := checkRefs(refs); err != nil {
+		return nil, err
+	}
 	out := make([]admin.DeadLetterEntry, 0, len(refs))
 	for _, ref := range refs {
-		p, o, ok := strings.Cut(ref, ":")
-		_, perr := strconv.ParseInt(p, 10, 32)
-		_, oerr := strconv.ParseInt(o, 10, 64)
-		if !ok || perr != nil || oerr != nil {
-			return nil, usagef("%q is not PARTITION:OFFSET", ref)
-		}
 		e, found := byRef[ref]
 		if !found {
 			return nil, fmt.Errorf("no dead letter at %s", ref)
@@ -179,4 +182,18 @@ func pick(entries []admin.DeadLetterEntry, refs []string) ([]admin.DeadLetterEnt
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// checkRefs refuses, as a usage error, a reference that is not
+// PARTITION:OFFSET, before anything is read.
+func checkRefs(refs []string) error {
+	for _, ref := range refs {
+		p, o, ok := strings.Cut(ref, ":")
+		_, perr := strconv.ParseInt(p, 10, 32)
+		_, oerr := strconv.ParseInt(o, 10, 64)
+		if !ok || perr != nil || oerr != nil {
+			return usagef("%q is not PARTITION:OFFSET", ref)
+		}
+	}
+	return nil
 }

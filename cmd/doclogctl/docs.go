@@ -56,6 +56,16 @@ func newDocsCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
+				// As the read store's /operations: a document with no
+				// operation on the branch is not found; a stream of one that
+				// has none is empty.
+				revs, err := s.Revisions(ctx, args[0], branch)
+				if err != nil {
+					return fmt.Errorf("reading document %s: %w", args[0], err)
+				}
+				if len(revs.Revision) == 0 {
+					return fmt.Errorf("reading the operations of %s on %s: %w", args[0], branch, admin.ErrDocumentNotFound)
+				}
 				k := oplog.StreamKey{DocumentID: args[0], Scope: scope, Branch: branch}
 				list, err := s.ReadStream(ctx, k, since, limit)
 				if err != nil {

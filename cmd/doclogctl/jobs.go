@@ -21,40 +21,34 @@ import (
 
 func newJobsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "Look up, submit, list and cancel jobs"}
-	cmd.AddCommand(&cobra.Command{
+	var retention time.Duration
+	get := &cobra.Command{
 		Use:   "get JOB_ID...",
-		Short: "Show the stored results of jobs (PENDING when a job has none yet)",
-		Args:  cobra.MinimumNArgs(1),
+		Short: "Show the stored results of jobs, as GET /v1/jobs/{id} does (PENDING when a job has none yet)",
+		Long: `Show the stored results of jobs, as the ingest API's GET /v1/jobs/{id} does:
+WRITE_READY with the ranges written and the consistency token (the string the
+read store takes as it is), FAILED with the error, PENDING for a job with no
+result yet. A malformed id (not a lowercase UUID) exits 2; a UUIDv7 id older
+than the jobs topic's retention that has no result names no job that can
+still run: not found, exit 1.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkJobIDs(args); err != nil {
+				return err
+			}
 			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
-				found, err := s.JobResults(ctx, args)
-				if err != nil {
-					return err
-				}
-				out := make([]oplog.JobResult, len(args))
-				for i, id := range args {
-					r, ok := found[id]
-					if !ok {
-						r = oplog.JobResult{JobID: id, Status: oplog.JobPending}
+				list, lookupErr := lookUpJobs(ctx, s, args, retention)
+				if len(list) > 0 {
+					if err := g.renderStatuses(list); err != nil {
+						return err
 					}
-					out[i] = r
 				}
-				return g.render(out, func(t table.Writer) {
-					t.AppendHeader(table.Row{"job", "status", "document", "written", "error"})
-					for _, r := range out {
-						var written, failure string
-						for _, rg := range r.Streams {
-							written += fmt.Sprintf("%s %d..%d ", rg.Stream.Scope, rg.FromIndex, rg.ToIndex)
-						}
-						if n := len(r.ErrorHistory); n > 0 {
-							failure = r.ErrorHistory[n-1].Error()
-						}
-						t.AppendRow(table.Row{r.JobID, r.Status, r.DocumentID, written, failure})
-					}
-				})
+				return lookupErr
 			})
 		},
-	})
+	}
+	get.Flags().DurationVar(&retention, "topics-jobs-retention", kafka.DefaultJobsRetention, "retention of the jobs topic (as doclog serve's): a UUIDv7 job older than this with no result is not found")
+	cmd.AddCommand(get)
 	cmd.AddCommand(newJobsSubmitCmd(g), newJobsListCmd(g), newJobsCancelCmd(g))
 	return cmd
 }
@@ -100,9 +94,11 @@ in the log until it is WRITE_READY or FAILED (exit 3 when FAILED).`,
 					return err
 				}
 			}
-			if err := g.render(result, func(t table.Writer) {
-				t.AppendHeader(table.Row{"job", "document", "status"})
-				t.AppendRow(table.Row{result.JobID, job.DocumentID, result.Status})
+			status := statusOf(result)
+			status.DocumentID = job.DocumentID
+			if err := g.render(status, func(t table.Writer) {
+				t.AppendHeader(table.Row{"job", "document", "status", "written", "consistency token", "error"})
+				t.AppendRow(table.Row{status.JobID, status.DocumentID, status.Status, written(status), status.ConsistencyToken, failure(status)})
 			}); err != nil {
 				return err
 			}

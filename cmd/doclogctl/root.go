@@ -53,6 +53,7 @@ type globals struct {
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root := newRoot(out, errOut)
+	usageArgs(root)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	var ue usageError

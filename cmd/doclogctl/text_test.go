@@ -87,8 +87,14 @@ func TestPrintedTextCannotDriveTheTerminal(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 
+	// An id that is not a job id is refused, escaped.
+	code, _, errOut = ctl(t, "jobs", "get", jobID, "x"+pwn, "--database-url", url)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, `"x\x1b]0;pwned\a`)
+	requireInert(t, "a refused id", errOut)
+
 	for _, output := range []string{"table", "json"} {
-		code, out, errOut = ctl(t, "jobs", "get", jobID, "x"+pwn, "-o", output, "--database-url", url)
+		code, out, errOut = ctl(t, "jobs", "get", jobID, "-o", output, "--database-url", url)
 		require.Equal(t, exitOK, code, errOut)
 		requireInert(t, "jobs get -o "+output, out)
 		if output == "table" {
@@ -96,10 +102,10 @@ func TestPrintedTextCannotDriveTheTerminal(t *testing.T) {
 			require.Contains(t, out, `bad\x1b]0;pwned\a`)
 			continue
 		}
-		var jobs []oplog.JobResult
+		var jobs []jobStatus
 		require.NoError(t, json.Unmarshal([]byte(out), &jobs))
 		require.Equal(t, "doc"+pwn, jobs[0].DocumentID)
-		require.Equal(t, "x"+pwn, jobs[1].JobID)
+		require.Equal(t, "bad"+pwn, (*jobs[0].ErrorHistory)[0].Message)
 	}
 
 	// An error that quotes its argument is escaped too.
