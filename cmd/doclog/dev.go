@@ -29,7 +29,7 @@ var listenFlags = []struct{ flag, port string }{
 
 func newDevCmd(out io.Writer) *cobra.Command {
 	s := &app.Settings{}
-	var dataDir, address string
+	var dataDir, address, contextName string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run every role in one process with an in-process Kafka and a local Postgres",
@@ -99,12 +99,20 @@ anyone who reaches them: doclog dev warns when that is beyond this machine.`,
 			if err != nil {
 				return err
 			}
-			return a.Run(ctx, func() { banner(out, logger, a, s, dataDir, pg) })
+			return a.Run(ctx, func() {
+				scheme := "http://"
+				if s.TLS.CertFile != "" {
+					scheme = "https://"
+				}
+				note := writeDevContext(cmd.Flags(), contextName, s, a, scheme)
+				banner(out, logger, a, s, dataDir, pg, note)
+			})
 		},
 	}
 	app.BindFlags(cmd.Flags(), s)
 	bindConfigFlag(cmd.Flags())
 	f := cmd.Flags()
+	f.StringVar(&contextName, devContextFlag, "dev", "doclogctl context to write this instance's addresses to, in the file --config or DOCLOG_CONFIG names, else doclog/config.yaml in the user's config directory; it becomes current when none is (empty: none)")
 	f.StringVar(&dataDir, "data-dir", "", "keep Postgres and Kafka data here between runs (default: doclog/dev under the user's cache directory)")
 	f.StringVar(&address, "address", "127.0.0.1", "host the ingest, readstore and ops ports listen on unless their own flag is given (0.0.0.0 or :: for every interface)")
 	// Development defaults: everything migrates itself, logs read well in a
@@ -152,7 +160,7 @@ func defaultDataDir() (string, error) {
 }
 
 // banner says what listens where, what the APIs let in, and how to start.
-func banner(out io.Writer, logger *zap.Logger, a *app.App, s *app.Settings, dataDir string, pg *localpg.Server) {
+func banner(out io.Writer, logger *zap.Logger, a *app.App, s *app.Settings, dataDir string, pg *localpg.Server, contextNote string) {
 	fmt.Fprintf(out, "doclog dev is running (data in %s)\n", dataDir)
 	api, ops := "http://", "http://"
 	if s.TLS.CertFile != "" {
@@ -207,6 +215,9 @@ func banner(out io.Writer, logger *zap.Logger, a *app.App, s *app.Settings, data
 			zap.Strings("listening", open))
 	default:
 		fmt.Fprintln(out, "Authentication is off (no bearer tokens): any user or process on this machine can call the APIs; give --auth-write-tokens before opening the ports.")
+	}
+	if contextNote != "" {
+		fmt.Fprintln(out, contextNote)
 	}
 	ingestURL := api + localAddr(a.Addr(app.RoleIngest))
 	bearer := ""

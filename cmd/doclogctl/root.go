@@ -14,7 +14,6 @@ import (
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
-	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/kafka"
@@ -53,7 +52,6 @@ type globals struct {
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root := newRoot(out, errOut)
-	usageArgs(root)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	var ue usageError
@@ -99,9 +97,8 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	pf.DurationVar(&g.timeout, "timeout", 2*time.Minute, "bound on the whole command")
 	config.AnnotateUsage(pf)
 
-	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g), newVerifyCmd(g))
+	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g), newVerifyCmd(g), newContextCmd(g))
 	hintUnreachable(root, g)
-	buildinfo.Install(root, func() bool { return g.output == "json" })
 	return root
 }
 
