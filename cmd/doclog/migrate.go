@@ -87,18 +87,20 @@ func withStore(cmd *cobra.Command, flag *string, fn func(context.Context, *postg
 }
 
 func printStatus(ctx context.Context, out io.Writer, store *postgres.Store) error {
-	statuses, err := store.MigrationStatuses(ctx)
+	statuses, err := admin.MigrationStatuses(ctx, store)
 	if err != nil {
 		return err
 	}
+	applied, known := admin.MigrationCounts(statuses)
+	fmt.Fprintf(out, "migrations %d/%d applied\n", applied, known)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED AT")
+	fmt.Fprintln(tw, "COMPONENT\tVERSION\tNAME\tAPPLIED AT")
 	for _, st := range statuses {
 		at := "pending"
 		if st.Applied() {
 			at = st.AppliedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%03d\t%s\t%s\n", st.Version, st.Name, at)
+		fmt.Fprintf(tw, "%s\t%03d\t%s\t%s\n", st.Component, st.Version, st.Name, at)
 	}
 	return tw.Flush()
 }

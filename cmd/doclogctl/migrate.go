@@ -53,33 +53,38 @@ func (g *globals) withStore(ctx context.Context, fn func(context.Context, *postg
 }
 
 type migrationRow struct {
+	Component string     `json:"component"`
 	Version   int        `json:"version"`
 	Name      string     `json:"name"`
 	Applied   bool       `json:"applied"`
 	AppliedAt *time.Time `json:"appliedAt,omitempty"`
 }
 
+// migrationStatus lists every Postgres migration, the log's and each
+// projector set's, under the count status reports too.
 func (g *globals) migrationStatus(ctx context.Context, s *postgres.Store) error {
-	statuses, err := s.MigrationStatuses(ctx)
+	statuses, err := admin.MigrationStatuses(ctx, s)
 	if err != nil {
 		return err
 	}
 	rows := make([]migrationRow, len(statuses))
 	for i, st := range statuses {
-		rows[i] = migrationRow{Version: st.Version, Name: st.Name, Applied: st.Applied()}
+		rows[i] = migrationRow{Component: st.Component, Version: st.Version, Name: st.Name, Applied: st.Applied()}
 		if st.Applied() {
 			at := st.AppliedAt.UTC()
 			rows[i].AppliedAt = &at
 		}
 	}
+	applied, known := admin.MigrationCounts(statuses)
 	return g.render(rows, func(t table.Writer) {
-		t.AppendHeader(table.Row{"version", "name", "applied at"})
+		t.SetTitle("migrations %d/%d applied", applied, known)
+		t.AppendHeader(table.Row{"component", "version", "name", "applied at"})
 		for _, r := range rows {
 			at := "pending"
 			if r.AppliedAt != nil {
 				at = r.AppliedAt.Format(time.RFC3339)
 			}
-			t.AppendRow(table.Row{fmt.Sprintf("%03d", r.Version), r.Name, at})
+			t.AppendRow(table.Row{r.Component, fmt.Sprintf("%03d", r.Version), r.Name, at})
 		}
 	})
 }

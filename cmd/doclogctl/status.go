@@ -17,20 +17,16 @@ import (
 var defaultGroups = []string{"doclog-executor", "doclog-docview", "doclog-indexer", "doclog-analytics"}
 
 type statusReport struct {
-	Brokers    []int32              `json:"brokers"`
-	Topics     []topicStatus        `json:"topics"`
-	Lag        []admin.PartitionLag `json:"lag"`
+	Brokers []int32                  `json:"brokers"`
+	Topics  []admin.TopicDescription `json:"topics"`
+	Lag     []admin.PartitionLag     `json:"lag"`
+	// Migrations count every Postgres migration, the log's and the
+	// projectors', as migrate status lists them and migrate up applies them.
 	Migrations struct {
 		Applied int `json:"applied"`
 		Known   int `json:"known"`
 	} `json:"migrations"`
 	Tail postgres.TailStatus `json:"tail"`
-}
-
-type topicStatus struct {
-	Topic      string `json:"topic"`
-	Exists     bool   `json:"exists"`
-	Partitions int    `json:"partitions"`
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -54,13 +50,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("listing brokers: %w", err)
 			}
 			rep.Brokers = brokers.NodeIDs()
-			details, err := adm.ListTopics(ctx, g.topics().All()...)
-			if err != nil {
-				return fmt.Errorf("listing topics: %w", err)
-			}
-			for _, name := range g.topics().All() {
-				d, ok := details[name]
-				rep.Topics = append(rep.Topics, topicStatus{Topic: name, Exists: ok && d.Err == nil, Partitions: len(d.Partitions)})
+			if rep.Topics, err = admin.DescribeTopics(ctx, adm, g.topics().All()...); err != nil {
+				return err
 			}
 			if rep.Lag, err = admin.ConsumerLag(ctx, g.kafka(), prefixed(g.topicPrefix, groups)...); err != nil {
 				return err
@@ -70,31 +61,36 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			statuses, err := store.MigrationStatuses(ctx)
+			statuses, err := admin.MigrationStatuses(ctx, store)
 			if err != nil {
 				return err
 			}
-			for _, st := range statuses {
-				rep.Migrations.Known++
-				if st.Applied() {
-					rep.Migrations.Applied++
-				}
-			}
+			rep.Migrations.Applied, rep.Migrations.Known = admin.MigrationCounts(statuses)
 			if rep.Tail, err = store.TailStatus(ctx); err != nil {
 				return err
 			}
-			return g.render(rep, func(t table.Writer) {
-				t.SetTitle(fmt.Sprintf("brokers %v · migrations %d/%d · oldest transaction %s · last write %s",
+			if g.output == "json" {
+				return g.render(rep, nil)
+			}
+			if err := g.render(rep, func(t table.Writer) {
+				t.SetTitle("brokers %v · migrations %d/%d applied · oldest transaction %s · last write %s",
 					rep.Brokers, rep.Migrations.Applied, rep.Migrations.Known,
-					rep.Tail.OldestTransactionAge.Round(time.Millisecond), age(rep.Tail.LastWrittenAt)))
+					rep.Tail.OldestTransactionAge.Round(time.Millisecond), age(rep.Tail.LastWrittenAt))
+				t.AppendHeader(table.Row{"topic", "partitions", "replicas", "retention"})
+				for _, tp := range rep.Topics {
+					if !tp.Exists {
+						t.AppendRow(table.Row{tp.Topic, "missing", "", ""})
+						continue
+					}
+					t.AppendRow(table.Row{tp.Topic, tp.Partitions, tp.Replication, retention(tp.RetentionMs)})
+				}
+			}); err != nil {
+				return err
+			}
+			return g.render(rep, func(t table.Writer) {
 				t.AppendHeader(table.Row{"group", "topic", "partition", "committed", "end", "lag", "lag (s)", "member"})
 				for _, l := range rep.Lag {
 					t.AppendRow(table.Row{l.Group, l.Topic, l.Partition, l.Committed, l.End, l.Lag, fmt.Sprintf("%.1f", l.LagSeconds), l.Member})
-				}
-				for _, tp := range rep.Topics {
-					if !tp.Exists {
-						t.AppendFooter(table.Row{"missing topic", tp.Topic})
-					}
 				}
 			})
 		},
@@ -118,4 +114,17 @@ func age(t time.Time) string {
 		return "never"
 	}
 	return time.Since(t).Round(time.Millisecond).String() + " ago"
+}
+
+// retention says how long a topic keeps records: "7d" for 604800000 ms,
+// "forever" for -1.
+func retention(ms int64) string {
+	if ms < 0 {
+		return "forever"
+	}
+	d := time.Duration(ms) * time.Millisecond
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
 }

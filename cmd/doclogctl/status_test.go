@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,11 +55,24 @@ func TestStatus(t *testing.T) {
 		return true
 	}, 20*time.Second, 200*time.Millisecond)
 	require.NotEmpty(t, rep.Brokers)
-	require.Len(t, rep.Topics, 3)
-	for _, tp := range rep.Topics {
+	// Each topic with the partitions and retention it was created with.
+	specs := env.Topics.WithDefaults().Specs(len(rep.Brokers))
+	require.Len(t, rep.Topics, len(specs))
+	for i, spec := range specs {
+		tp := rep.Topics[i]
+		require.Equal(t, spec.Name, tp.Topic)
 		require.True(t, tp.Exists, tp.Topic)
+		require.Equal(t, int(spec.Partitions), tp.Partitions, tp.Topic)
+		require.Equal(t, spec.Configs["retention.ms"], strconv.FormatInt(tp.RetentionMs, 10), tp.Topic)
 	}
-	require.Equal(t, 1, rep.Migrations.Applied)
+	// The migrations counted are those migrate status lists, the log's
+	// and every Postgres projector's.
+	_, listed, _ := ctl(t, "migrate", "status", "-o", "json", "--database-url", url)
+	var rows []migrationRow
+	require.NoError(t, json.Unmarshal([]byte(listed), &rows))
+	require.Greater(t, len(rows), 1)
+	require.Equal(t, len(rows), rep.Migrations.Known)
+	require.Equal(t, len(rows), rep.Migrations.Applied)
 	var p0 *struct {
 		lag  int64
 		secs float64
@@ -79,5 +94,6 @@ func TestStatus(t *testing.T) {
 	code, out, errOut := ctl(t, "status", "--database-url", url,
 		"--kafka-seeds", strings.Join(env.Config.Seeds, ","), "--topics-prefix", env.Topics.Prefix)
 	require.Equal(t, exitOK, code, errOut)
-	require.Contains(t, out, "migrations 1/1")
+	require.Contains(t, out, fmt.Sprintf("migrations %d/%d applied", len(rows), len(rows)))
+	require.Regexp(t, `│ `+regexp.QuoteMeta(topics.Jobs)+` +│ +4 │ +\d+ │ 7d +│`, out, "the jobs topic: 4 partitions, kept 7 days")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/doclog/doclog/admin"
 	"github.com/doclog/doclog/internal/kafka"
 )
 
@@ -54,54 +55,14 @@ func newTopicsCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withKafka(cmd.Context(), func(ctx context.Context, cl *kgo.Client) error {
-				adm := kadm.NewClient(cl)
-				names := kafka.TopicNames(g.topicPrefix).All()
-				details, err := adm.ListTopics(ctx, names...)
+				rows, err := admin.DescribeTopics(ctx, kadm.NewClient(cl), kafka.TopicNames(g.topicPrefix).All()...)
 				if err != nil {
 					return err
-				}
-				ends, err := adm.ListEndOffsets(ctx, names...)
-				if err != nil {
-					return err
-				}
-				configs, err := adm.DescribeTopicConfigs(ctx, names...)
-				if err != nil {
-					return err
-				}
-				type row struct {
-					Topic       string            `json:"topic"`
-					Exists      bool              `json:"exists"`
-					Partitions  int               `json:"partitions"`
-					Replication int               `json:"replicationFactor"`
-					Records     int64             `json:"endOffsetSum"`
-					Configs     map[string]string `json:"configs"`
-				}
-				var rows []row
-				for _, name := range names {
-					d, ok := details[name]
-					r := row{Topic: name, Exists: ok && d.Err == nil, Configs: map[string]string{}}
-					if r.Exists {
-						r.Partitions = len(d.Partitions)
-						r.Replication = d.Partitions.NumReplicas()
-						ends.Each(func(o kadm.ListedOffset) {
-							if o.Topic == name && o.Err == nil {
-								r.Records += o.Offset
-							}
-						})
-						if rc, err := configs.On(name, nil); err == nil {
-							for _, c := range rc.Configs {
-								if c.Value != nil && (c.Source == 1 /* topic config */ || c.Key == "retention.ms" || c.Key == "min.insync.replicas") {
-									r.Configs[c.Key] = *c.Value
-								}
-							}
-						}
-					}
-					rows = append(rows, r)
 				}
 				return g.render(rows, func(t table.Writer) {
 					t.AppendHeader(table.Row{"topic", "exists", "partitions", "replicas", "end offsets", "retention.ms", "min.insync.replicas"})
 					for _, r := range rows {
-						t.AppendRow(table.Row{r.Topic, r.Exists, r.Partitions, r.Replication, r.Records, r.Configs["retention.ms"], r.Configs["min.insync.replicas"]})
+						t.AppendRow(table.Row{r.Topic, r.Exists, r.Partitions, r.Replication, r.EndOffsetSum, r.Configs["retention.ms"], r.Configs["min.insync.replicas"]})
 					}
 				})
 			})

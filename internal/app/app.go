@@ -235,7 +235,14 @@ func (a *App) migrate(ctx context.Context) error {
 		}
 		return err
 	}
-	a.logger.Info("schema migrated", zap.Int("applied", n))
+	// The counts migrate status and doclogctl status report: every
+	// Postgres migration, the log's and the projectors'.
+	statuses, err := admin.MigrationStatuses(ctx, a.store)
+	if err != nil {
+		return fmt.Errorf("listing migrations: %w", err)
+	}
+	applied, known := admin.MigrationCounts(statuses)
+	a.logger.Info("schema migrated", zap.Int("applied_now", n), zap.String("migrations", fmt.Sprintf("%d/%d applied", applied, known)))
 	return nil
 }
 

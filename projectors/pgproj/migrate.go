@@ -144,3 +144,59 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, set MigrationSet) ([]int, 
 	}
 	return applied, nil
 }
+
+// MigrationStatus is a migration of a set and when it was applied (zero
+// if pending).
+type MigrationStatus struct {
+	Migration
+	AppliedAt time.Time
+}
+
+// MigrationStatuses lists the set's migrations with their applied times,
+// plus any applied version this binary does not know (a newer binary ran).
+func MigrationStatuses(ctx context.Context, pool *pgxpool.Pool, set MigrationSet) ([]MigrationStatus, error) {
+	migrations, err := set.Migrations()
+	if err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('doclog_projector_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("look for the projector migrations table: %w", err)
+	}
+	type applied struct {
+		name string
+		at   time.Time
+	}
+	done := map[int]applied{}
+	if exists {
+		rows, err := pool.Query(ctx, `SELECT version, name, applied_at FROM doclog_projector_migrations WHERE component = $1`, set.Component)
+		if err != nil {
+			return nil, fmt.Errorf("read applied %s migrations: %w", set.Component, err)
+		}
+		var (
+			v    int32
+			name string
+			at   time.Time
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&v, &name, &at}, func() error {
+			done[int(v)] = applied{name, at}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("read applied %s migrations: %w", set.Component, err)
+		}
+	}
+	out := make([]MigrationStatus, 0, len(migrations))
+	for _, m := range migrations {
+		st := MigrationStatus{Migration: m}
+		if a, ok := done[m.Version]; ok {
+			st.AppliedAt = a.at
+			delete(done, m.Version)
+		}
+		out = append(out, st)
+	}
+	for v, a := range done {
+		out = append(out, MigrationStatus{Migration: Migration{Version: v, Name: a.name}, AppliedAt: a.at})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
