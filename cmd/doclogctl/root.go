@@ -14,6 +14,7 @@ import (
 
 	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/executor/model/builtin"
+	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/kafka"
@@ -52,6 +53,7 @@ type globals struct {
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root := newRoot(out, errOut)
+	usageArgs(root)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	var ue usageError
@@ -99,6 +101,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 
 	root.AddCommand(newMigrateCmd(g), newDocsCmd(g), newJobsCmd(g), newTopicsCmd(g), newDLQCmd(g), newStatusCmd(g), newBenchCmd(g), newProjectorCmd(g), newVerifyCmd(g), newContextCmd(g))
 	hintUnreachable(root, g)
+	buildinfo.Install(root, func() bool { return g.output == "json" })
 	return root
 }
 
