@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
@@ -71,6 +72,15 @@ func TestSecuredKafkaEveryForm(t *testing.T) {
 	require.Equal(t, 3, strings.Count(out, `"created": true`), out)
 	want := map[string]bool{env.Names.Jobs: true, env.Names.WriteReady: true, env.Names.DeadLetters: true}
 	require.Equal(t, want, describeExisting(t, flags...))
+	// status, which reaches Kafka and Postgres, with the same flags. A
+	// fresh broker answers COORDINATOR_NOT_AVAILABLE until it has made its
+	// offsets topic, so status is tried until it succeeds.
+	statusArgs := append([]string{"status", "--database-url", migrated(t)}, flags...)
+	require.Eventually(t, func() bool {
+		code, out, errOut = ctl(t, statusArgs...)
+		return code == exitOK
+	}, time.Minute, 500*time.Millisecond, "status over TLS + SCRAM: %s", errOut)
+	require.Contains(t, out, env.Names.Jobs, "status lists the topics it reached")
 
 	// Variables, the password from the file DOCLOG_KAFKA_SASL_PASSWORD_FILE names.
 	dir := t.TempDir()
