@@ -62,6 +62,9 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 	if err := e.flush(ctx); err != nil {
 		return err
 	}
+	if err := e.refreshPauses(ctx, now); err != nil {
+		return err
+	}
 	batch := e.gather(now)
 	if len(batch) == 0 {
 		return nil
@@ -175,8 +178,11 @@ func (e *Executor) gather(now time.Time) []*pending {
 	jobs := map[string]string{} // job id → its document, in this batch
 	docs := map[string]bool{}   // documents with a job in this batch
 	for _, ps := range e.sortedParts() {
+		if e.paused.parts[ps.id] {
+			continue
+		}
 		ps.walk(func(p *pending) bool {
-			if p.notBefore.After(now) {
+			if p.notBefore.After(now) || e.paused.types[p.job.DocumentType] {
 				return false
 			}
 			id, doc := p.job.JobID, p.documentID()

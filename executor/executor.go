@@ -95,6 +95,8 @@ type Executor struct {
 	// time during which a dependency was unavailable does not count.
 	start       time.Time
 	unavailable time.Duration
+	// paused is the set of pauses the member obeys (pause.go).
+	paused pauses
 
 	readyMu  sync.Mutex
 	readyErr error

@@ -146,3 +146,109 @@ stands, and the command reports which.`,
 	fl.StringVar(&group, "group", "", "the executor consumer group (default: the topics prefix + doclog-executor)")
 	return cmd
 }
+
+// pauseTarget reads --partition or --type, exactly one of them.
+func pauseTarget(cmd *cobra.Command, partition int32, docType string) (string, error) {
+	byPart, byType := cmd.Flags().Changed("partition"), cmd.Flags().Changed("type")
+	switch {
+	case byPart == byType:
+		return "", usagef("name exactly one of --partition and --type")
+	case byPart && partition < 0:
+		return "", usagef("--partition must be 0 or more, not %d", partition)
+	case byPart:
+		return executor.PartitionTarget(partition), nil
+	case docType == "":
+		return "", usagef("--type must name a document type")
+	}
+	return executor.TypeTarget(docType), nil
+}
+
+func newJobsPauseCmds(g *globals) []*cobra.Command {
+	var (
+		partition      int32
+		docType, why   string
+		rPart          int32
+		rType          string
+		pauseCmd, resC *cobra.Command
+	)
+	pauseCmd = &cobra.Command{
+		Use:   "pause (--partition N | --type T) [--reason R]",
+		Short: "Pause a partition of the jobs topic or a document type on the whole executor group",
+		Long: `Pause a partition of the jobs topic or a document type on the whole executor
+group. The pause is stored in the log's database, so it holds across member
+restarts and rebalances; every member reads the pauses before its first batch
+and every 2 seconds. A paused job is not applied and stays queued in its place
+(the group's offset stops before it, its document's later jobs wait behind it);
+jobs pause takes effect within those 2 seconds and the batch under way.
+jobs resume lifts it; the jobs then run in order. Pausing what is paused
+already changes nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			target, err := pauseTarget(cmd, partition, docType)
+			if err != nil {
+				return err
+			}
+			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
+				added, err := s.PauseExecutorIfAbsent(ctx, target, why)
+				if err != nil {
+					return err
+				}
+				if added {
+					fmt.Fprintf(g.out, "paused %s\n", target)
+				} else {
+					fmt.Fprintf(g.out, "%s was paused already\n", target)
+				}
+				return nil
+			})
+		},
+	}
+	pauseCmd.Flags().Int32Var(&partition, "partition", 0, "the partition of the jobs topic to pause")
+	pauseCmd.Flags().StringVar(&docType, "type", "", "the document type to pause, e.g. doclog/json")
+	pauseCmd.Flags().StringVar(&why, "reason", "", "why, shown by jobs pauses")
+
+	resC = &cobra.Command{
+		Use:   "resume (--partition N | --type T)",
+		Short: "Lift a pause set with jobs pause (exit 1 when there was none)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			target, err := pauseTarget(cmd, rPart, rType)
+			if err != nil {
+				return err
+			}
+			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
+				lifted, err := s.ResumeExecutor(ctx, target)
+				if err != nil {
+					return err
+				}
+				if !lifted {
+					return fmt.Errorf("%s is not paused", target)
+				}
+				fmt.Fprintf(g.out, "resumed %s\n", target)
+				return nil
+			})
+		},
+	}
+	resC.Flags().Int32Var(&rPart, "partition", 0, "the partition of the jobs topic to resume")
+	resC.Flags().StringVar(&rType, "type", "", "the document type to resume")
+
+	list := &cobra.Command{
+		Use:   "pauses",
+		Short: "List the pauses in force on the executor group",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
+				ps, err := s.ExecutorPauses(ctx)
+				if err != nil {
+					return err
+				}
+				return g.render(ps, func(t table.Writer) {
+					t.AppendHeader(table.Row{"paused", "since", "reason"})
+					for _, p := range ps {
+						t.AppendRow(table.Row{p.Target, p.PausedAt.UTC().Format(time.RFC3339), p.Reason})
+					}
+				})
+			})
+		},
+	}
+	return []*cobra.Command{pauseCmd, resC, list}
+}

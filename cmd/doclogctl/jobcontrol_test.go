@@ -394,3 +394,46 @@ func shellWords(t *testing.T, line string) []string {
 	}
 	return words
 }
+
+// TestJobsPauseCommands: jobs pause, pauses and resume keep the executor
+// group's pauses in the log's database (the executor's obedience is
+// TestPauses in the executor package), and docs/operating.md's pause
+// examples run.
+func TestJobsPauseCommands(t *testing.T) {
+	t.Parallel()
+	url := migrated(t)
+	jobs := func(sub ...string) (int, string, string) {
+		return ctl(t, append(append([]string{"jobs"}, sub...), "--database-url", url)...)
+	}
+	code, out, errOut := jobs("pause", "--partition", "1", "--reason", "disk full on the reporting replica")
+	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, "paused partition:1\n", out)
+	code, out, _ = jobs("pause", "--partition", "1")
+	require.Equal(t, exitOK, code)
+	require.Equal(t, "partition:1 was paused already\n", out)
+	code, _, errOut = jobs("pause", "--partition", "1", "--type", "doclog/json")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "exactly one of --partition and --type")
+	code, _, _ = jobs("pause")
+	require.Equal(t, exitUsage, code)
+
+	runExamples(t, "../../docs/operating.md", "### Pausing a partition or a document type", []string{"--database-url", url})
+
+	code, out, errOut = jobs("pauses", "-o", "json")
+	require.Equal(t, exitOK, code, errOut)
+	var ps []postgres.ExecutorPause
+	require.NoError(t, json.Unmarshal([]byte(out), &ps))
+	require.Len(t, ps, 1, "the examples pause and resume doclog/ledger")
+	require.Equal(t, executor.PartitionTarget(1), ps[0].Target)
+	require.Equal(t, "disk full on the reporting replica", ps[0].Reason)
+
+	code, out, errOut = jobs("resume", "--partition", "1")
+	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, "resumed partition:1\n", out)
+	code, _, errOut = jobs("resume", "--partition", "1")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, errOut, "partition:1 is not paused")
+	code, out, _ = jobs("pauses", "-o", "json")
+	require.Equal(t, exitOK, code)
+	require.JSONEq(t, "[]", out)
+}

@@ -20,7 +20,7 @@ import (
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "jobs", Short: "Look up, submit, list and cancel jobs"}
+	cmd := &cobra.Command{Use: "jobs", Short: "Look up, submit, list, cancel and pause jobs"}
 	var retention time.Duration
 	get := &cobra.Command{
 		Use:   "get JOB_ID...",
@@ -50,6 +50,7 @@ still run: not found, exit 1.`,
 	get.Flags().DurationVar(&retention, "topics-jobs-retention", kafka.DefaultJobsRetention, "retention of the jobs topic (as doclog serve's): a UUIDv7 job older than this with no result is not found")
 	cmd.AddCommand(get)
 	cmd.AddCommand(newJobsSubmitCmd(g), newJobsListCmd(g), newJobsCancelCmd(g))
+	cmd.AddCommand(newJobsPauseCmds(g)...)
 	return cmd
 }
 
