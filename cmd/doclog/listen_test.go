@@ -38,24 +38,33 @@ func TestServeNamesTheFlagOfAPortInUse(t *testing.T) {
 			addr := taken.Addr().String()
 			args := append([]string{"serve", c.flag, addr, "--migrate=auto", "--database-url", testenv.PostgresSchema(t),
 				"--kafka-seeds", seeds, "--topics-prefix", kenv.Topics.Prefix, "--topics-jobs-partitions", "2"}, c.extra...)
-			cmd := exec.Command(bin, args...)
-			cmd.Env = serveEnv()
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			require.NoError(t, cmd.Start())
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			select {
-			case err := <-exited:
-				var exit *exec.ExitError
-				require.ErrorAs(t, err, &exit, "%v: %s", args, stderr.String())
-				require.Equal(t, 1, exit.ExitCode())
-				require.Contains(t, stderr.String(), "listen on "+addr+" ("+c.flag+"): address already in use", stderr.String())
-			case <-time.After(2 * time.Minute):
-				_ = cmd.Process.Kill()
-				<-exited
-				t.Fatalf("doclog serve %s %s kept running with its port taken: %s", c.flag, addr, stderr.String())
-			}
+			code, stderr := runToExit(t, exec.Command(bin, args...), 2*time.Minute)
+			require.Equal(t, 1, code, stderr)
+			require.Contains(t, stderr, "listen on "+addr+" ("+c.flag+"): address already in use", stderr)
 		})
+	}
+}
+
+// runToExit runs cmd, a doclog serve meant to fail, in the serve
+// environment and returns its exit status and stderr; it fails the test if
+// cmd still runs after within.
+func runToExit(t *testing.T, cmd *exec.Cmd, within time.Duration) (code int, stderr string) {
+	t.Helper()
+	cmd.Env = serveEnv()
+	var buf bytes.Buffer
+	cmd.Stderr = &buf
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%v: %s", cmd.Args, buf.String())
+		return exit.ExitCode(), buf.String()
+	case <-time.After(within):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("%v kept running for %s: %s", cmd.Args, within, buf.String())
+		return 0, ""
 	}
 }

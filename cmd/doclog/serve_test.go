@@ -87,26 +87,11 @@ func TestServeConfigurationErrorsFailFast(t *testing.T) {
 		{[]string{"--database-url", "postgres://doclog@127.0.0.1:9/doclog", "--auth-read-tokens", strings.Repeat("r", 40) + "," + shortToken},
 			"--auth-read-tokens: the token at index 1 (0-based) is 18 characters long; a token needs at least 32", shortToken},
 	} {
-		cmd := exec.Command(bin, append([]string{"serve", "--ops-addr", "127.0.0.1:0", "--kafka-seeds", "127.0.0.1:9"}, c.args...)...)
-		cmd.Env = serveEnv()
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		select {
-		case err := <-exited:
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit, "%v: %s", c.args, stderr.String())
-			require.Equal(t, 1, exit.ExitCode())
-			require.Contains(t, stderr.String(), c.want)
-			if c.hidden != "" {
-				require.NotContains(t, stderr.String(), c.hidden)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Fatalf("doclog serve %v kept running on a configuration error: %s", c.args, stderr.String())
+		code, stderr := runToExit(t, exec.Command(bin, append([]string{"serve", "--ops-addr", "127.0.0.1:0", "--kafka-seeds", "127.0.0.1:9"}, c.args...)...), 30*time.Second)
+		require.Equal(t, 1, code, "%v: %s", c.args, stderr)
+		require.Contains(t, stderr, c.want)
+		if c.hidden != "" {
+			require.NotContains(t, stderr, c.hidden)
 		}
 	}
 }
