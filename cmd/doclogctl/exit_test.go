@@ -30,6 +30,7 @@ func TestArgumentErrorsExitTwo(t *testing.T) {
 		{[]string{"jobs", "get", "0193A000-0000-7000-8000-0000000000AA"}, "is not a job id"},
 		{[]string{"dlq", "show", "x"}, `"x" is not PARTITION:OFFSET`},
 		{[]string{"dlq", "redrive", "0:1", "7"}, `"7" is not PARTITION:OFFSET`},
+		{[]string{"projector", "rebuild", "nope"}, `unknown projector "nope": the projectors are docview, indexer, analytics`},
 	} {
 		code, _, errOut := ctl(t, tc.args...)
 		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -77,6 +79,12 @@ func newProjectorCmd(g *globals) *cobra.Command {
 		Short: "Rebuild a Postgres projector's tables without downtime (build from the log, catch up, switch atomically)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A name no projector has is a usage error, refused before
+			// anything is opened; a known one that cannot be rebuilt here
+			// is refused by admin with the reason.
+			if !slices.Contains(admin.KnownProjectors, args[0]) {
+				return usagef("unknown projector %q: the projectors are %s", args[0], strings.Join(admin.KnownProjectors, ", "))
+			}
 			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
 				reg, err := g.registry()
 				if err != nil {
