@@ -10,25 +10,43 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/doclog/doclog/admin"
+	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/log/postgres"
 )
 
-// databaseURL resolves the Postgres URL: the flag, then DOCLOG_DATABASE_URL
-// or the file DOCLOG_DATABASE_URL_FILE names, then DATABASE_URL.
+// databaseURL resolves the Postgres URL as serve does: the flag, then
+// DOCLOG_DATABASE_URL or the file DOCLOG_DATABASE_URL_FILE names, then
+// DATABASE_URL, then the config file --config or DOCLOG_CONFIG names. That
+// file is serve's, so its other keys are let through unused, and a key serve
+// does not know either is refused.
 func databaseURL(cmd *cobra.Command, flag *string) (string, error) {
-	if err := config.ApplyEnv(cmd.Flags(), nil); err != nil {
+	fs := cmd.Flags()
+	if err := config.ApplyEnv(fs, nil); err != nil {
 		return "", err
 	}
-	for _, v := range []string{*flag, os.Getenv("DATABASE_URL")} {
-		if v != "" {
-			return v, nil
+	if *flag == "" {
+		*flag = os.Getenv("DATABASE_URL")
+	}
+	if path := config.FilePath(fs, nil, ""); path != "" {
+		f, err := config.ReadFile(path, false)
+		if err != nil {
+			return "", err
+		}
+		serve := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		app.BindFlags(serve, &app.Settings{})
+		if err := f.Apply(fs, "", func(key string) bool { return serve.Lookup(key) != nil }); err != nil {
+			return "", err
 		}
 	}
-	return "", errors.New("no database: set --database-url, DOCLOG_DATABASE_URL, DOCLOG_DATABASE_URL_FILE or DATABASE_URL")
+	if *flag == "" {
+		return "", errors.New("no database: set --database-url, DOCLOG_DATABASE_URL, DOCLOG_DATABASE_URL_FILE, DATABASE_URL or database-url in the --config file")
+	}
+	return *flag, nil
 }
 
 func newRootCmd(out io.Writer) *cobra.Command {
@@ -65,6 +83,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 			})
 		},
 	})
+	bindConfigFlag(migrate.PersistentFlags())
 	root.AddCommand(migrate, newServeCmd(out), newDevCmd(out))
 	root.SetOut(out)
 	buildinfo.Install(root, nil)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -74,4 +75,47 @@ func mustAtoi(t *testing.T, s string) int {
 	n, err := strconv.Atoi(s)
 	require.NoError(t, err)
 	return n
+}
+
+// doclog migrate reads serve's config file: its database-url is used, the
+// keys only serve uses are let through, a flag wins over the file, and a key
+// serve does not know either is refused by name.
+func TestMigrateReadsTheConfigFile(t *testing.T) {
+	url := testenv.PostgresSchema(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := dir + "/" + name
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := newRootCmd(&out)
+		cmd.SetArgs(args)
+		err := cmd.ExecuteContext(context.Background())
+		return out.String(), err
+	}
+	for _, v := range []string{"DATABASE_URL", "DOCLOG_DATABASE_URL", "DOCLOG_DATABASE_URL_FILE", "DOCLOG_CONFIG"} {
+		t.Setenv(v, "") // restored after the test
+		require.NoError(t, os.Unsetenv(v))
+	}
+
+	good := write("good.yaml", "database-url: "+strconv.Quote(url)+"\nkafka-seeds: [127.0.0.1:1]\nexecutor-job-timeout: 1m\n")
+	out, err := run("migrate", "--config", good)
+	require.NoError(t, err)
+	require.Regexp(t, `applied \d+ migration\(s\)`, out)
+
+	t.Setenv("DOCLOG_CONFIG", good)
+	out, err = run("migrate", "status")
+	require.NoError(t, err, "DOCLOG_CONFIG names the file too")
+	require.NotContains(t, out, "pending")
+
+	// The flag wins: an unreachable URL in the file is never dialled.
+	t.Setenv("DOCLOG_CONFIG", write("unreachable.yaml", "database-url: postgres://u@"+testenv.UnusedAddr(t)+"/x\n"))
+	_, err = run("migrate", "status", "--database-url", url)
+	require.NoError(t, err)
+
+	require.NoError(t, os.Unsetenv("DOCLOG_CONFIG"))
+	_, err = run("migrate", "--config", write("bad.yaml", "database-url: "+strconv.Quote(url)+"\ndatabse-url: x\n"))
+	require.ErrorContains(t, err, `unknown setting "databse-url"`)
 }
