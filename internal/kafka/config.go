@@ -10,11 +10,9 @@ package kafka
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/internal/backoff"
+	"github.com/doclog/doclog/internal/certfile"
 )
 
 // Defaults applied by Config.WithDefaults.
@@ -252,13 +251,9 @@ func (t TLSConfig) build() (*tls.Config, error) {
 		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // opt-in, documented as local-only
 	}
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pool, err := certfile.CAPool(t.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("read kafka tls ca file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka tls ca file %s holds no PEM certificate", t.CAFile)
 		}
 		tc.RootCAs = pool
 	}

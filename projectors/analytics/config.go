@@ -2,17 +2,17 @@ package analytics
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/doclog/doclog/internal/certfile"
 )
 
 // Defaults of Config.
@@ -241,13 +241,9 @@ func tlsConfig(q url.Values, skipVerify bool) (*tls.Config, error) {
 		if skipVerify {
 			return nil, bad("parameter tls_ca_file is ignored with skip_verify=true: drop one")
 		}
-		b, err := os.ReadFile(ca)
+		pool, err := certfile.CAPool(ca)
 		if err != nil {
 			return nil, bad("parameter tls_ca_file: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, bad("parameter tls_ca_file: %s holds no PEM certificate", ca)
 		}
 		tc.RootCAs = pool
 	}
