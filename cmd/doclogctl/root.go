@@ -110,7 +110,7 @@ func (g *globals) store(ctx context.Context) (*postgres.Store, error) {
 	if g.DatabaseURL == "" {
 		return nil, usagef("no database: set --database-url, DOCLOG_DATABASE_URL, DOCLOG_DATABASE_URL_FILE or DATABASE_URL, or add database-url to a context (doclogctl context list)")
 	}
-	s, err := postgres.Open(ctx, g.DatabaseURL)
+	s, err := g.OpenLog(ctx)
 	if err != nil {
 		return nil, g.unreachable(err)
 	}

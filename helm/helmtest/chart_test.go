@@ -205,6 +205,14 @@ func TestValuesMistakesFailRendering(t *testing.T) {
 			[]string{"--set", "postgres.maxConns=1"},
 			"postgres.maxConns must be at least 2",
 		},
+		"pool minimum above its size": {
+			[]string{"--set", "postgres.minConns=11"},
+			"postgres.minConns (11) exceeds postgres.maxConns (10)",
+		},
+		"connect timeout not a Go duration": {
+			[]string{"--set", "postgres.connectTimeout=10sec"},
+			"does not match pattern",
+		},
 		// values.schema.json refuses what no template could notice.
 		"misspelt key": {
 			[]string{"--set", "executor.autoscalling.enabled=false"},

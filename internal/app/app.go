@@ -99,11 +99,10 @@ func New(_ context.Context, s *Settings, logger *zap.Logger) (*App, error) {
 }
 
 func (a *App) build() error {
-	cfg, err := pgxpool.ParseConfig(a.s.DatabaseURL)
+	cfg, err := a.s.PoolConfig()
 	if err != nil {
-		return fmt.Errorf("parsing the database URL: %w", err)
+		return err
 	}
-	cfg.MaxConns = a.s.DatabaseMaxConns
 	// The pool connects on first use, so creating it needs no server.
 	if a.pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
 		return fmt.Errorf("creating the Postgres pool: %w", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
 	"github.com/doclog/doclog/internal/certfile"
@@ -49,6 +50,12 @@ type Settings struct {
 
 	DatabaseURL      string
 	DatabaseMaxConns int32
+	// DatabaseConnectTimeout bounds one connection attempt when the URL
+	// sets no connect_timeout; 0 means connflags' default.
+	DatabaseConnectTimeout time.Duration
+	// DatabasePool paces the pool's connections; zero fields mean
+	// connflags' defaults.
+	DatabasePool connflags.Pool
 	// Migrate is "auto" (apply migrations at start) or "off".
 	Migrate string
 
@@ -91,6 +98,7 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.BoolVar(&s.OpsTLS, "ops-tls-enabled", false, "serve /healthz, /readyz and /metrics over HTTPS too, with --tls-cert-file and --tls-key-file and no client certificate asked for")
 	connflags.Bind(fs, s.connections(), kafka.DefaultClientID)
 	fs.Int32Var(&s.DatabaseMaxConns, "database-max-conns", 20, "Postgres pool size")
+	connflags.BindPool(fs, &s.DatabasePool)
 	fs.StringVar(&s.Migrate, "migrate", "off", "apply schema migrations at start: auto or off")
 	fs.StringVar(&s.Kafka.Membership.MemberName, "member-name", "", "this process's name in its consumer groups (static membership: a restart under the same name takes its partitions back at once); unique per process and stable across restarts, such as the pod name (empty: dynamic membership)")
 	fs.DurationVar(&s.Kafka.Membership.SessionTimeout, "kafka-session-timeout", kafka.DefaultSessionTimeout, "how long a member that stopped heartbeating (killed, cut off) keeps its partitions")
@@ -120,7 +128,7 @@ var SecretFlags = slices.Concat(connflags.SecretFlags, []string{"auth-write-toke
 // connections are the fields connflags binds: the same settings, under the
 // same names, as doclogctl's.
 func (s *Settings) connections() connflags.Targets {
-	return connflags.Targets{DatabaseURL: &s.DatabaseURL, Kafka: &s.Kafka, SASLMechanism: &s.SASLMechanism, ClickHouseURL: &s.ClickHouseURL}
+	return connflags.Targets{DatabaseURL: &s.DatabaseURL, DatabaseConnectTimeout: &s.DatabaseConnectTimeout, Kafka: &s.Kafka, SASLMechanism: &s.SASLMechanism, ClickHouseURL: &s.ClickHouseURL}
 }
 
 // Validate checks the settings and resolves the derived ones.
@@ -151,6 +159,9 @@ func (s *Settings) Validate() error {
 	}
 	if s.DatabaseMaxConns < 2 {
 		errs = append(errs, fmt.Errorf("--database-max-conns must be at least 2, got %d", s.DatabaseMaxConns))
+	}
+	if n := s.DatabasePool.MinConns; n < 0 || n > s.DatabaseMaxConns {
+		errs = append(errs, fmt.Errorf("--database-min-conns must be between 0 and --database-max-conns (%d), got %d", s.DatabaseMaxConns, n))
 	}
 	if (s.TLS.CertFile == "") != (s.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together: give both, or neither"))
@@ -230,4 +241,16 @@ func (s *Settings) validateTokens() []error {
 		}
 	}
 	return errs
+}
+
+// PoolConfig is the configuration of the process's Postgres pool: the URL
+// with the connect timeout, the pool size and the pool's pacing applied.
+func (s *Settings) PoolConfig() (*pgxpool.Config, error) {
+	cfg, err := connflags.PoolConfig(s.DatabaseURL, s.DatabaseConnectTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the database URL: %w", err)
+	}
+	cfg.MaxConns = s.DatabaseMaxConns
+	s.DatabasePool.Apply(cfg)
+	return cfg, nil
 }

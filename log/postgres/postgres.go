@@ -72,7 +72,17 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes it. It lets callers outside the Postgres stores use the log
 // without importing pgx.
 func Open(ctx context.Context, url string) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Postgres: %w", err)
+	}
+	return OpenConfig(ctx, cfg)
+}
+
+// OpenConfig is Open with a parsed configuration (pgxpool.ParseConfig), for
+// callers that set more than the URL says, such as a connect timeout.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Postgres: %w", err)
 	}

@@ -85,6 +85,9 @@ loop. Included once, from the ConfigMap.
 {{- if lt (int .Values.postgres.maxConns) 2 }}
 {{- fail (printf "postgres.maxConns must be at least 2, got %d" (int .Values.postgres.maxConns)) }}
 {{- end }}
+{{- if gt (int .Values.postgres.minConns) (int .Values.postgres.maxConns) }}
+{{- fail (printf "postgres.minConns (%d) exceeds postgres.maxConns (%d)" (int .Values.postgres.minConns) (int .Values.postgres.maxConns)) }}
+{{- end }}
 {{- if empty .Values.postgres.existingSecret }}
 {{- fail "postgres.existingSecret is required: name a Secret holding the Postgres URL under postgres.urlKey" }}
 {{- end }}
