@@ -31,6 +31,9 @@ const (
 	DefaultShutdownTimeout       = 30 * time.Second
 	DefaultLoadConcurrency       = 8
 	DefaultOffsetCommitInterval  = 100 * time.Millisecond
+	// DefaultRebalanceTimeout and DefaultFetchMaxWait are franz-go's own.
+	DefaultRebalanceTimeout = time.Minute
+	DefaultFetchMaxWait     = 5 * time.Second
 )
 
 // Config configures an Executor. The zero value of each optional field means
@@ -52,15 +55,17 @@ type Config struct {
 	// Group is the consumer group of the executors. Default
 	// "doclog-executor".
 	Group string
-	// SessionTimeout, RebalanceTimeout and HeartbeatInterval tune the group
-	// membership; zero keeps Kafka.Membership's session timeout and
-	// heartbeat (10s, 1s) and franz-go's rebalance timeout (60s). Tests
-	// shorten them for fast rebalances.
+	// SessionTimeout and HeartbeatInterval tune the group membership; zero
+	// keeps Kafka.Membership's (10s, 1s). Tests shorten them for fast
+	// rebalances.
 	SessionTimeout    time.Duration
-	RebalanceTimeout  time.Duration
 	HeartbeatInterval time.Duration
-	// FetchMaxWait bounds how long a broker holds a fetch that has no data;
-	// zero keeps franz-go's default (5s).
+	// RebalanceTimeout is how long the group waits for its members to
+	// rejoin a rebalance, which a member does once its in-flight batch is
+	// settled. Default 1m.
+	RebalanceTimeout time.Duration
+	// FetchMaxWait bounds how long a broker holds a fetch that has no data.
+	// Default 5s.
 	FetchMaxWait time.Duration
 	// MaxPollRecords bounds the records taken per poll, and so the size of
 	// a batch. Default 1000.
@@ -143,6 +148,8 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.Group, DefaultGroup)
 	setDefault(&c.MaxPollRecords, DefaultMaxPollRecords)
 	setDefault(&c.OffsetCommitInterval, DefaultOffsetCommitInterval)
+	setDefault(&c.RebalanceTimeout, DefaultRebalanceTimeout)
+	setDefault(&c.FetchMaxWait, DefaultFetchMaxWait)
 	setDefault(&c.MaxRecordBytes, record.DefaultMaxSize)
 	setDefault(&c.InlineOperationsBytes, record.DefaultInlineOperationsBytes)
 	setDefault(&c.KeyframeInterval, DefaultKeyframeInterval)

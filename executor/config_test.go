@@ -25,7 +25,9 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, executor.DefaultJobTimeout, c.JobTimeout)
 	require.Equal(t, executor.DefaultOffsetCommitInterval, c.OffsetCommitInterval)
 	require.NotNil(t, c.Logger)
-	require.Zero(t, c.SessionTimeout, "zero keeps franz-go's default")
+	require.Zero(t, c.SessionTimeout, "zero keeps Kafka.Membership's")
+	require.Equal(t, executor.DefaultRebalanceTimeout, c.RebalanceTimeout)
+	require.Equal(t, executor.DefaultFetchMaxWait, c.FetchMaxWait)
 }
 
 func TestConfigValidate(t *testing.T) {

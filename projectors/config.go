@@ -25,6 +25,9 @@ const (
 	DefaultRetryBaseDelay       = 100 * time.Millisecond
 	DefaultRetryMaxDelay        = 10 * time.Second
 	DefaultGroupPrefix          = "doclog-"
+	// DefaultRebalanceTimeout and DefaultFetchMaxWait are franz-go's own.
+	DefaultRebalanceTimeout = time.Minute
+	DefaultFetchMaxWait     = 5 * time.Second
 )
 
 // Config configures one projector's Runner.
@@ -49,8 +52,15 @@ type Config struct {
 	// so every projector is its own group and adding one touches no other.
 	Group string
 	// KafkaOptions are extra client options appended last (session timeout,
-	// fetch sizes). Default none.
+	// fetch sizes), so they win over the fields below. Default none.
 	KafkaOptions []kgo.Opt
+	// RebalanceTimeout is how long the group waits for its members to
+	// rejoin a rebalance, which a member does once its in-flight batch is
+	// committed. Default 1m.
+	RebalanceTimeout time.Duration
+	// FetchMaxWait bounds how long a broker holds a fetch that has no data.
+	// Default 5s (the analytics projector sets its own, its batch delay).
+	FetchMaxWait time.Duration
 
 	// Start is where the projector reads a partition it has no checkpoint
 	// for: the start of the topic (default), its end, or a time (see
@@ -126,6 +136,12 @@ func (c Config) WithDefaults() Config {
 	if c.RetryMaxDelay == 0 {
 		c.RetryMaxDelay = DefaultRetryMaxDelay
 	}
+	if c.RebalanceTimeout == 0 {
+		c.RebalanceTimeout = DefaultRebalanceTimeout
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = DefaultFetchMaxWait
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -163,6 +179,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("projector reconcile page size must be at least 1, got %d", c.ReconcilePageSize)
 	case c.RetryBaseDelay <= 0 || c.RetryMaxDelay < c.RetryBaseDelay:
 		return fmt.Errorf("projector retry delays must be positive with the maximum (%s) at least the base (%s)", c.RetryMaxDelay, c.RetryBaseDelay)
+	case c.RebalanceTimeout < 100*time.Millisecond:
+		// franz-go's lower bounds.
+		return fmt.Errorf("projector rebalance timeout must be at least 100ms, got %s", c.RebalanceTimeout)
+	case c.FetchMaxWait < 10*time.Millisecond:
+		return fmt.Errorf("projector fetch max wait must be at least 10ms, got %s", c.FetchMaxWait)
 	}
 	if err := c.Kafka.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("projector %s: %w", c.Projector.Name(), err)

@@ -34,6 +34,8 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	require.Equal(t, projectors.DefaultMaxPollRecords, c.MaxPollRecords)
 	require.Equal(t, int64(projectors.DefaultHeadCacheBytes), c.HeadCacheBytes)
 	require.Equal(t, projectors.DefaultReconcileInterval, c.ReconcileInterval)
+	require.Equal(t, projectors.DefaultRebalanceTimeout, c.RebalanceTimeout)
+	require.Equal(t, projectors.DefaultFetchMaxWait, c.FetchMaxWait)
 	require.NotNil(t, c.Logger)
 	require.NotNil(t, c.Registerer)
 
@@ -41,15 +43,17 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		mutate func(*projectors.Config)
 		want   string
 	}{
-		"no projector":  {func(c *projectors.Config) { c.Projector = nil }, "needs a projector"},
-		"no store":      {func(c *projectors.Config) { c.Store = nil }, "needs a store"},
-		"no log":        {func(c *projectors.Config) { c.Log = nil }, "operation log"},
-		"no registry":   {func(c *projectors.Config) { c.Registry = nil }, "model registry"},
-		"bad poll":      {func(c *projectors.Config) { c.MaxPollRecords = -1 }, "max poll records"},
-		"bad page":      {func(c *projectors.Config) { c.ReconcilePageSize = -1 }, "page size"},
-		"bad delays":    {func(c *projectors.Config) { c.RetryMaxDelay = time.Nanosecond }, "retry delays"},
-		"no seeds":      {func(c *projectors.Config) { c.Kafka.Seeds = nil }, "kafka seeds"},
-		"unnamed group": {func(c *projectors.Config) { c.Group = ""; c.Projector = unnamed{} }, "name must not be empty"},
+		"no projector":     {func(c *projectors.Config) { c.Projector = nil }, "needs a projector"},
+		"no store":         {func(c *projectors.Config) { c.Store = nil }, "needs a store"},
+		"no log":           {func(c *projectors.Config) { c.Log = nil }, "operation log"},
+		"no registry":      {func(c *projectors.Config) { c.Registry = nil }, "model registry"},
+		"bad poll":         {func(c *projectors.Config) { c.MaxPollRecords = -1 }, "max poll records"},
+		"bad page":         {func(c *projectors.Config) { c.ReconcilePageSize = -1 }, "page size"},
+		"bad delays":       {func(c *projectors.Config) { c.RetryMaxDelay = time.Nanosecond }, "retry delays"},
+		"no seeds":         {func(c *projectors.Config) { c.Kafka.Seeds = nil }, "kafka seeds"},
+		"short rebalance":  {func(c *projectors.Config) { c.RebalanceTimeout = time.Millisecond }, "rebalance timeout must be at least 100ms"},
+		"short fetch wait": {func(c *projectors.Config) { c.FetchMaxWait = -time.Second }, "fetch max wait must be at least 10ms"},
+		"unnamed group":    {func(c *projectors.Config) { c.Group = ""; c.Projector = unnamed{} }, "name must not be empty"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

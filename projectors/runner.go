@@ -97,6 +97,8 @@ func New(cfg Config) (*Runner, error) {
 		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
 		kgo.OnPartitionsRevoked(r.dropPartitions),
 		kgo.OnPartitionsLost(r.dropPartitions),
+		kgo.RebalanceTimeout(cfg.RebalanceTimeout),
+		kgo.FetchMaxWait(cfg.FetchMaxWait),
 	}
 	opts = append(opts, cfg.Kafka.Membership.GroupOptions()...)
 	cl, err := kafka.NewClient(cfg.Kafka, cfg.Logger, append(opts, cfg.KafkaOptions...)...)

@@ -113,7 +113,7 @@ func (a *App) build() error {
 	if err := telemetry.Register(a.metrics, pgxstats.NewPoolCollector(a.pool, "doclog"), pgxstats.NewOldestTransactionCollector(a.pool, 0)); err != nil {
 		return err
 	}
-	a.store = postgres.New(a.pool)
+	a.store = postgres.New(a.pool, postgres.WithCopyThreshold(a.s.Tuning.copyThreshold()))
 	if a.s.TLS.CertFile != "" {
 		if a.tls, err = certfile.ServerConfig(a.s.TLS, 0, a.logger.Named("tls")); err != nil {
 			return err

@@ -39,6 +39,21 @@ type Tuning struct {
 	Analytics analytics.Config
 	Readstore readstore.Config
 	Ingest    ingest.Config
+	// CopyThreshold is the log's postgres.WithCopyThreshold, which only the
+	// executor's appends reach: 0 means postgres.DefaultCopyThreshold, a
+	// negative value never takes the copy path.
+	CopyThreshold int
+}
+
+// copyThreshold is the postgres.WithCopyThreshold of t.CopyThreshold.
+func (t Tuning) copyThreshold() int {
+	switch {
+	case t.CopyThreshold == 0:
+		return postgres.DefaultCopyThreshold
+	case t.CopyThreshold < 0:
+		return 0 // never
+	}
+	return t.CopyThreshold
 }
 
 // tuningAnnotation marks the tuning flags; its value is the flag's key in
@@ -111,6 +126,12 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 		"bound on producing a batch's write-ready and dead-letter records (at least 1s): raising it rides out longer broker stalls at the cost of reporting the broker unavailable later")
 	b.duration(&e.ShutdownTimeout, "executor-shutdown-timeout", executor.DefaultShutdownTimeout, time.Nanosecond,
 		"bound on finishing the in-flight batch at a stop: raising it lets a large batch finish rather than be re-delivered at the cost of slower stops (keep it below the pod's termination grace period)")
+	b.int(&s.Tuning.CopyThreshold, "executor-copy-threshold", postgres.DefaultCopyThreshold, -1,
+		"operations in one batch from which its append writes them with COPY, two round trips more than the single guarded insert (negative: never): raising it keeps mid-sized batches on one round trip, which reach read-ready sooner on a busy machine or a remote database, at the cost of writing larger batches with the costlier multi-row insert")
+	b.duration(&e.FetchMaxWait, "executor-fetch-max-wait", executor.DefaultFetchMaxWait, 10*time.Millisecond,
+		"how long a broker holds a fetch of the jobs topic that has no new records (at least 10ms): raising it sends an idle cluster fewer empty fetches at the cost of a partition resumed after its parked jobs settle waiting up to this long for its next records")
+	b.duration(&e.RebalanceTimeout, "executor-rebalance-timeout", executor.DefaultRebalanceTimeout, 100*time.Millisecond,
+		"how long a rebalance of the executors' group waits for each member to settle its in-flight batch and rejoin (at least 100ms): raising it lets a member finishing a long batch keep its place at the cost of the whole group's partitions standing still that long behind a stuck member")
 	b.duration(&e.OffsetCommitInterval, "executor-offset-commit-interval", executor.DefaultOffsetCommitInterval, time.Nanosecond,
 		"how often, at most, the executor commits its consumed offsets: raising it costs the group coordinator fewer writes at the cost of more jobs re-read (and found settled) after a crash")
 	b.int(&c.MaxStreams, "executor-cache-max-streams", cache.DefaultMaxStreams, 1,
@@ -136,6 +157,11 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 		"first pause before a batch that failed for want of its database is retried: raising it loads a struggling database less at the cost of slower recovery")
 	b.duration(&p.RetryMaxDelay, "projectors-retry-max-delay", projectors.DefaultRetryMaxDelay, time.Nanosecond,
 		"longest such pause (at least the base delay): raising it loads a long-failing database less at the cost of noticing its return later")
+
+	b.duration(&p.FetchMaxWait, "projectors-fetch-max-wait", projectors.DefaultFetchMaxWait, 10*time.Millisecond,
+		"how long a broker holds a fetch of the write-ready topic that has no new records, for docview and indexer (analytics waits --analytics-batch-delay; at least 10ms): raising it sends an idle cluster fewer empty fetches at the cost of a broker that goes silent during a held fetch being noticed up to this much later (records that arrive are answered at once either way)")
+	b.duration(&p.RebalanceTimeout, "projectors-rebalance-timeout", projectors.DefaultRebalanceTimeout, 100*time.Millisecond,
+		"how long a rebalance of a projector's group waits for each member to commit its in-flight batch and rejoin (at least 100ms): raising it lets a member finishing a long batch keep its place at the cost of the group's partitions standing still that long behind a stuck member")
 
 	b.int(&a.BatchRows, "analytics-batch-rows", analytics.DefaultBatchRows, 1,
 		"write-ready records per poll of the analytics projector, each partition's share one ClickHouse insert per table: raising it makes fewer, larger inserts (which ClickHouse prefers) at the cost of memory and later visibility")

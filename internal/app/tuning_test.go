@@ -25,6 +25,7 @@ import (
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/readstore"
@@ -60,6 +61,7 @@ func TestTuningDefaultsAreTheComponents(t *testing.T) {
 		{"analytics", s.Tuning.Analytics, analytics.Config{}.WithDefaults()},
 		{"readstore", s.Tuning.Readstore, readstore.Config{}.WithDefaults()},
 		{"ingest", s.Tuning.Ingest, ingest.Config{}.WithDefaults()},
+		{"log", struct{ CopyThreshold int }{s.Tuning.CopyThreshold}, struct{ CopyThreshold int }{postgres.DefaultCopyThreshold}},
 	} {
 		got, want := reflect.ValueOf(c.got), reflect.ValueOf(c.want)
 		for i := range got.NumField() {
@@ -101,6 +103,11 @@ func TestTuningValidation(t *testing.T) {
 		"--analytics-batch-delay=1ms":         "must be at least 10ms",
 		"--readstore-poll-batch=-3":           "must be at least 1",
 		"--ingest-max-actions-per-job=banana": "not an integer",
+		"--executor-copy-threshold=0":         "must not be 0",
+		"--executor-fetch-max-wait=1ms":       "must be at least 10ms",
+		"--executor-rebalance-timeout=50ms":   "must be at least 100ms",
+		"--projectors-fetch-max-wait=0s":      "must be at least 10ms",
+		"--projectors-rebalance-timeout=99ms": "must be at least 100ms",
 	} {
 		_, _, err := bind(t, arg)
 		require.ErrorContains(t, err, want, arg)
@@ -109,6 +116,7 @@ func TestTuningValidation(t *testing.T) {
 	for _, args := range [][]string{
 		{"--projectors-reconcile-interval=-1s", "--projectors-head-cache-bytes=-1"},
 		{"--executor-cache-history-size=0"},
+		{"--executor-copy-threshold=-1", "--executor-fetch-max-wait=10ms", "--projectors-rebalance-timeout=100ms"},
 	} {
 		s, _, err := bind(t, args...)
 		require.NoError(t, err, args)
