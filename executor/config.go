@@ -83,8 +83,13 @@ type Config struct {
 	KeyframeInterval int64
 	// MaxRetries is the number of retries after transient errors for a job
 	// that does not set its own maxRetries. Conflicts and unavailability
-	// never count. Default 5.
+	// never count. Default 5; for none, set NoRetries.
 	MaxRetries int
+	// NoRetries makes MaxRetries 0: a job that sets no maxRetries of its
+	// own fails at its first transient error. It is a field of its own so
+	// that a zero MaxRetries keeps meaning the default; MaxRetries must
+	// then be 0.
+	NoRetries bool
 	// RetryBaseDelay and RetryMaxDelay bound the exponential backoff between
 	// retries (and between attempts to reach an unavailable dependency).
 	// Defaults 100ms and 30s.
@@ -153,7 +158,9 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.MaxRecordBytes, record.DefaultMaxSize)
 	setDefault(&c.InlineOperationsBytes, record.DefaultInlineOperationsBytes)
 	setDefault(&c.KeyframeInterval, DefaultKeyframeInterval)
-	setDefault(&c.MaxRetries, DefaultMaxRetries)
+	if !c.NoRetries {
+		setDefault(&c.MaxRetries, DefaultMaxRetries)
+	}
 	setDefault(&c.RetryBaseDelay, DefaultRetryBaseDelay)
 	setDefault(&c.RetryMaxDelay, DefaultRetryMaxDelay)
 	setDefault(&c.ConflictBudget, DefaultConflictBudget)
@@ -217,6 +224,9 @@ func (c Config) Validate() error {
 	}
 	if c.Group == "" {
 		return errors.New("executor consumer group must not be empty")
+	}
+	if c.NoRetries && c.MaxRetries != 0 {
+		return fmt.Errorf("executor NoRetries contradicts max retries %d", c.MaxRetries)
 	}
 	for _, n := range []struct {
 		name   string

@@ -104,8 +104,8 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 		"largest write-ready record that carries its operations (past it, projectors read them from the log): raising it saves projectors a read of the log at the cost of larger records on the write-ready topic")
 	b.int64(&e.KeyframeInterval, "executor-keyframe-interval", executor.DefaultKeyframeInterval, 1,
 		"a keyframe is written whenever a stream's revision crosses a multiple of this: raising it writes fewer keyframes at the cost of longer replays when a stream is loaded cold or read at a past revision")
-	b.int(&e.MaxRetries, "executor-max-retries", executor.DefaultMaxRetries, 1,
-		"retries after transient errors for a job that sets no maxRetries of its own (conflicts and outages never count; a job's own maxRetries may be 0): raising it lets more jobs ride out flaky failures at the cost of a failing job holding its document longer before it is dead-lettered")
+	b.retries(e, "executor-max-retries",
+		"retries after transient errors for a job that sets no maxRetries of its own (0: none, the first such error fails the job; conflicts and outages never count; a job's own maxRetries wins): raising it lets more jobs ride out flaky failures at the cost of a failing job holding its document longer before it is dead-lettered")
 	b.duration(&e.RetryBaseDelay, "executor-retry-base-delay", executor.DefaultRetryBaseDelay, time.Nanosecond,
 		"first pause of the exponential backoff between a job's retries and between attempts to reach an unavailable dependency: raising it loads a struggling dependency less at the cost of slower recovery")
 	b.duration(&e.RetryMaxDelay, "executor-retry-max-delay", executor.DefaultRetryMaxDelay, time.Nanosecond,
@@ -284,6 +284,30 @@ func (b tuningBinder) int64(p *int64, name string, def, lowest int64, usage stri
 // value is allowed (it disables what the flag paces).
 func (b tuningBinder) duration(p *time.Duration, name string, def, lowest time.Duration, usage string) {
 	b.add(newKnob(p, def, int64(lowest), "duration", time.ParseDuration, time.Duration.String), name, usage)
+}
+
+// retries declares the executor's retry limit, 0 included: a zero
+// MaxRetries means the default, so 0 is NoRetries.
+func (b tuningBinder) retries(e *executor.Config, name, usage string) {
+	e.MaxRetries, e.NoRetries = executor.DefaultMaxRetries, false
+	b.add(retriesValue{e}, name, usage)
+}
+
+type retriesValue struct{ e *executor.Config }
+
+func (v retriesValue) String() string { return strconv.Itoa(v.e.MaxRetries) }
+func (v retriesValue) Type() string   { return "int" }
+
+func (v retriesValue) Set(s string) error {
+	n, err := parseInt[int](s)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return errors.New("must be at least 0")
+	}
+	v.e.MaxRetries, v.e.NoRetries = n, n == 0
+	return nil
 }
 
 type number interface{ ~int | ~int32 | ~int64 }

@@ -95,7 +95,7 @@ func TestTuningValidation(t *testing.T) {
 	t.Parallel()
 	for arg, want := range map[string]string{
 		"--executor-job-timeout=0":            "must be positive",
-		"--executor-max-retries=0":            "must be at least 1",
+		"--executor-max-retries=-1":           "must be at least 0",
 		"--executor-cache-max-bytes=10":       fmt.Sprintf("must be at least %d", cache.EntryOverhead),
 		"--executor-produce-timeout=500ms":    "must be at least 1s",
 		"--projectors-reconcile-interval=0":   "must not be 0",
@@ -126,6 +126,18 @@ func TestTuningValidation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, -time.Second, s.Tuning.Projectors.ReconcileInterval)
 
+	// 0 retries is NoRetries, which the executor's defaults keep; any other
+	// value clears it again.
+	s, fs, err := bind(t, "--executor-max-retries=0")
+	require.NoError(t, err)
+	require.NoError(t, s.Validate())
+	require.True(t, s.Tuning.Executor.NoRetries)
+	require.Zero(t, s.Tuning.Executor.WithDefaults().MaxRetries)
+	require.Equal(t, "0", fs.Lookup("executor-max-retries").Value.String())
+	require.NoError(t, fs.Set("executor-max-retries", "2"))
+	require.False(t, s.Tuning.Executor.NoRetries)
+	require.Equal(t, 2, s.Tuning.Executor.WithDefaults().MaxRetries)
+
 	s, _, err = bind(t, "--executor-retry-base-delay=10s", "--executor-retry-max-delay=1s",
 		"--readstore-default-wait=1m", "--ingest-max-body-bytes=2000000", "--analytics-batch-delay=2m",
 		"--projectors-retry-base-delay=1m")
@@ -141,7 +153,7 @@ func TestTuningValidation(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 
-	s, fs, err := bind(t)
+	s, fs, err = bind(t)
 	require.NoError(t, err)
 	env := map[string]string{"DOCLOG_EXECUTOR_JOB_TIMEOUT": "42s", "DOCLOG_EXECUTOR_CACHE_MAX_STREAMS": "77"}
 	require.NoError(t, config.ApplyEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
