@@ -16,13 +16,6 @@ import (
 	"github.com/doclog/doclog/projectors/pgproj"
 )
 
-// rebuildable are the projectors whose tables live in Postgres and can be
-// rebuilt in generations.
-var rebuildable = map[string]projectors.Generational{
-	docview.Name: docview.Projector{},
-	indexer.Name: indexer.Projector{},
-}
-
 // KnownProjectors are the projectors a standard deployment runs.
 var KnownProjectors = []string{docview.Name, indexer.Name, "analytics"}
 
@@ -62,26 +55,31 @@ func ListProjectors(ctx context.Context, store *postgres.Store, prefix string, n
 	return out, nil
 }
 
-// RebuildProjector rebuilds a Postgres projector's tables without downtime
+// RebuildProjector rebuilds a projector's tables without downtime
 // (projectors.Rebuild): a new generation is built from the log, caught up
-// from the live checkpoints on the write-ready topic and swapped in.
-func RebuildProjector(ctx context.Context, store *postgres.Store, reg *model.Registry, kcfg kafka.Config, prefix, name string, logger *zap.Logger) (projectors.RebuildReport, error) {
-	p, ok := rebuildable[name]
-	if !ok {
-		if name == "analytics" {
-			return projectors.RebuildReport{}, fmt.Errorf("projector %q cannot be rebuilt here yet: only the Postgres projectors %s and %s rebuild in place; "+
-				"a rebuild of the ClickHouse tables without downtime is not done yet (docs/projectors.md)", name, docview.Name, indexer.Name)
-		}
-		return projectors.RebuildReport{}, fmt.Errorf("projector %q cannot be rebuilt here: the Postgres projectors are %s and %s", name, docview.Name, indexer.Name)
+// from the live checkpoints on the write-ready topic and swapped in. The
+// Postgres projectors' generations are tables beside the live ones; the
+// analytics projector's are ClickHouse tables it creates and renames
+// itself. A projector that sets up its own runner (analytics: its batch
+// bounds) does so for the new generation too.
+func RebuildProjector(ctx context.Context, store *postgres.Store, reg *model.Registry, kcfg kafka.Config, prefix string, p projectors.Projector, logger *zap.Logger) (projectors.RebuildReport, error) {
+	if _, ok := p.(projectors.Generational); !ok {
+		return projectors.RebuildReport{}, fmt.Errorf("projector %q cannot be rebuilt: its tables have no generations", p.Name())
 	}
-	return projectors.Rebuild(ctx, projectors.Config{
+	cfg := projectors.Config{
 		Projector: p,
 		Store:     pgproj.New(store.Pool()),
 		Log:       store,
 		Registry:  reg,
 		Kafka:     kcfg,
 		Topic:     kafka.TopicNames(prefix).WriteReady,
-		Group:     prefix + projectors.DefaultGroupPrefix + name,
+		Group:     prefix + projectors.DefaultGroupPrefix + p.Name(),
 		Logger:    logger,
-	})
+	}
+	if rc, ok := p.(interface {
+		RunnerConfig(projectors.Config) projectors.Config
+	}); ok {
+		cfg = rc.RunnerConfig(cfg)
+	}
+	return projectors.Rebuild(ctx, cfg)
 }

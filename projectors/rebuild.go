@@ -31,6 +31,25 @@ func GenerationName(name, gen string) string {
 	return name + "_" + gen
 }
 
+// GenerationTables is a Generational projector whose tables live outside
+// the Store (the analytics tables, in ClickHouse): Rebuild has it create,
+// swap and drop its generations, and the store keeps only the runner's
+// state of them (it is handed no tables).
+type GenerationTables interface {
+	Generational
+	// CreateGeneration creates empty copies of the tables for gen,
+	// replacing leftovers of an earlier attempt.
+	CreateGeneration(ctx context.Context, gen string) error
+	// SwapGeneration renames the live tables GenerationName(table,
+	// gen+"_old") and gen's tables to the live names, so that a reader
+	// sees either all the old tables or all the new ones. It runs inside
+	// the store's switch, before that commits, and may run again after a
+	// switch that failed to commit: a swap already done is no error.
+	SwapGeneration(ctx context.Context, gen string) error
+	// DropGeneration drops gen's tables that exist.
+	DropGeneration(ctx context.Context, gen string) error
+}
+
 // GenerationStore is a Store that can hold a second generation of a
 // projector's tables and swap it in.
 type GenerationStore interface {
@@ -41,11 +60,14 @@ type GenerationStore interface {
 	PrepareGeneration(ctx context.Context, build string, tables []string, gen string, seed []Checkpoint) error
 	// SwitchGeneration swaps gen's tables in for the live ones, and build's
 	// stream heads and quarantines in for live's, in one transaction that
-	// holds every live checkpoint (so no live batch commits meanwhile) and
-	// fences build's runner. It does nothing and returns false while some
-	// partition of build's checkpoints is behind live's. The live tables
-	// are renamed GenerationName(table, gen+"_old").
-	SwitchGeneration(ctx context.Context, live, build string, tables []string, gen string) (bool, error)
+	// holds every live checkpoint (so no live batch commits meanwhile),
+	// waits out and holds off every other transaction over live's streams
+	// (the reconciler's, a lift's), and fences build's runner. swap, when
+	// not nil, runs last in that transaction, before it commits: it swaps
+	// tables the store does not hold. It does nothing and returns false
+	// while some partition of build's checkpoints is behind live's. The
+	// live tables are renamed GenerationName(table, gen+"_old").
+	SwitchGeneration(ctx context.Context, live, build string, tables []string, gen string, swap func(context.Context) error) (bool, error)
 	// DropGeneration drops gen's tables and the state kept under build.
 	DropGeneration(ctx context.Context, build string, tables []string, gen string) error
 }
@@ -76,6 +98,15 @@ type RebuildReport struct {
 // The live runner goes on over the new tables: its checkpoints are kept,
 // and whatever it receives that the new generation already holds is
 // skipped by the per-stream guard. The admin CLI calls it; ctx bounds it.
+//
+// A projector whose tables live elsewhere (GenerationTables) creates,
+// swaps and drops them itself; its swap runs inside the store's switch,
+// after the live checkpoints and streams are held, so no live batch is
+// between its insert and its commit when the tables change names. If the
+// switch fails to commit after the swap, the live heads stay older than
+// the new tables, and what the live runner then re-applies is what those
+// tables already hold: such a projector must take re-applied operations
+// without harm, as one whose inserts precede its commit must anyway.
 func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -95,13 +126,26 @@ func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
 	build := p.WithGeneration(gen)
 	tables := p.Tables()
 	logger := cfg.Logger.With(zap.String("projector", live), zap.String("generation", gen))
+	// A projector holding its own tables hands the store none, and swaps
+	// them inside the store's switch.
+	own, external := p.(GenerationTables)
+	var swap func(context.Context) error
+	if external {
+		tables = nil
+		swap = func(ctx context.Context) error { return own.SwapGeneration(ctx, gen) }
+	}
+	drop := func(ctx context.Context, gen string) error {
+		if external {
+			if err := own.DropGeneration(ctx, gen); err != nil {
+				return err
+			}
+		}
+		return store.DropGeneration(ctx, build.Name(), tables, gen)
+	}
 
 	seed, err := store.Checkpoints(ctx, live)
 	if err != nil {
 		return rep, fmt.Errorf("rebuild %s: record the live offsets: %w", live, err)
-	}
-	if err := store.PrepareGeneration(ctx, build.Name(), tables, gen, seed); err != nil {
-		return rep, fmt.Errorf("rebuild %s: %w", live, err)
 	}
 	switched := false
 	defer func() {
@@ -109,13 +153,25 @@ func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
 			return
 		}
 		// A fresh context: the half-built generation goes even when ctx
-		// ended.
+		// ended. A swap done by a switch that then failed to commit left
+		// the live tables under the old generation's name: they go too,
+		// since the new ones hold everything they did.
 		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := store.DropGeneration(dctx, build.Name(), tables, gen); err != nil {
-			logger.Error("drop an abandoned generation", zap.Error(err))
+		for _, g := range []string{gen, gen + "_old"} {
+			if err := drop(dctx, g); err != nil {
+				logger.Error("drop an abandoned generation", zap.String("tables", g), zap.Error(err))
+			}
 		}
 	}()
+	if external {
+		if err := own.CreateGeneration(ctx, gen); err != nil {
+			return rep, fmt.Errorf("rebuild %s: %w", live, err)
+		}
+	}
+	if err := store.PrepareGeneration(ctx, build.Name(), tables, gen, seed); err != nil {
+		return rep, fmt.Errorf("rebuild %s: %w", live, err)
+	}
 
 	bcfg := cfg
 	bcfg.Projector = build
@@ -136,7 +192,7 @@ func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
 
 	start := time.Now()
 	err = Wait(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
-		ok, err := store.SwitchGeneration(ctx, live, build.Name(), tables, gen)
+		ok, err := store.SwitchGeneration(ctx, live, build.Name(), tables, gen, swap)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			// A switch that failed rolled back; it is tried again.
 			logger.Warn("rebuild: switch generations", zap.Error(err))
@@ -151,7 +207,7 @@ func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
 	rep.CatchUp = time.Since(start)
 	stop()
 	r.Close()
-	if err := store.DropGeneration(ctx, build.Name(), tables, gen+"_old"); err != nil {
+	if err := drop(ctx, gen+"_old"); err != nil {
 		return rep, fmt.Errorf("rebuild %s: drop the old generation: %w", live, err)
 	}
 	logger.Info("rebuild: switched", zap.Duration("catch_up", rep.CatchUp), zap.Int("healed", rep.Built.Healed))

@@ -191,7 +191,4 @@ func TestProjectorCommands(t *testing.T) {
 	require.NotEmpty(t, rep.Generation)
 	require.Equal(t, 3, rep.Built.Documents)
 
-	code, _, errOut = ctl(t, append([]string{"projector", "rebuild", "analytics"}, p.args...)...)
-	require.Equal(t, exitFailed, code)
-	require.Contains(t, errOut, "cannot be rebuilt here")
 }

@@ -76,22 +76,35 @@ func newProjectorCmd(g *globals) *cobra.Command {
 	var showProgress bool
 	rebuild := &cobra.Command{
 		Use:   "rebuild NAME",
-		Short: "Rebuild a Postgres projector's tables without downtime (build from the log, catch up, switch atomically)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Rebuild a projector's tables without downtime (build from the log, catch up, switch atomically)",
+		Long: `Rebuild builds a new generation of the projector's tables from the log
+(every stream verified), catches it up on the write-ready topic from the
+live projector's checkpoints, and swaps it in for the live tables in one
+step while the live projector keeps serving and writing; the old tables are
+dropped after. Readers query the same table names throughout. Rebuilding
+analytics writes to ClickHouse: it needs --clickhouse-url (or the
+context's clickhouse-url), and the new tables are renamed in with one
+RENAME TABLE.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A name no projector has is a usage error, refused before
-			// anything is opened; a known one that cannot be rebuilt here
-			// is refused by admin with the reason.
+			// anything is opened.
 			if !slices.Contains(admin.KnownProjectors, args[0]) {
 				return usagef("unknown projector %q: the projectors are %s", args[0], strings.Join(admin.KnownProjectors, ", "))
 			}
+			clickhouseURL := g.ClickHouseURL
 			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {
 				reg, err := g.registry()
 				if err != nil {
 					return err
 				}
+				p, closeP, err := openProjector(ctx, args[0], clickhouseURL, "rebuilding analytics")
+				if err != nil {
+					return err
+				}
+				defer closeP()
 				stop := g.spinner(showProgress, "rebuilding "+args[0])
-				rep, err := admin.RebuildProjector(ctx, s, reg, g.kafka(), g.topicPrefix, args[0], nil)
+				rep, err := admin.RebuildProjector(ctx, s, reg, g.kafka(), g.topicPrefix, p, nil)
 				stop()
 				if err != nil {
 					return err

@@ -118,7 +118,7 @@ it needs --clickhouse-url (or the context's clickhouse-url).`,
 				out := make([]liftOutcome, 0, len(qs))
 				refused := false
 				for _, q := range qs {
-					p, closeP, err := liftProjector(ctx, q.Projector, clickhouseURL)
+					p, closeP, err := openProjector(ctx, q.Projector, clickhouseURL, "lifting an analytics quarantine")
 					if err != nil {
 						return err
 					}
@@ -182,9 +182,10 @@ func liftFilter(projector, scope string) string {
 	return " for " + strings.Join(parts, " and ")
 }
 
-// liftProjector returns the projector named, whose tables a lift writes,
-// and what closes it.
-func liftProjector(ctx context.Context, name, clickhouseURL string) (projectors.Projector, func(), error) {
+// openProjector returns the projector named, whose tables a lift or a
+// rebuild writes, and what closes it; what needs it is said in usage
+// errors.
+func openProjector(ctx context.Context, name, clickhouseURL, what string) (projectors.Projector, func(), error) {
 	switch name {
 	case docview.Name:
 		return docview.Projector{}, func() {}, nil
@@ -192,7 +193,7 @@ func liftProjector(ctx context.Context, name, clickhouseURL string) (projectors.
 		return indexer.Projector{}, func() {}, nil
 	case analytics.DefaultName:
 		if clickhouseURL == "" {
-			return nil, nil, usagef("lifting an analytics quarantine writes to ClickHouse: set --clickhouse-url, DOCLOG_CLICKHOUSE_URL or CLICKHOUSE_URL, or add clickhouse-url to a context")
+			return nil, nil, usagef("%s writes to ClickHouse: set --clickhouse-url, DOCLOG_CLICKHOUSE_URL or CLICKHOUSE_URL, or add clickhouse-url to a context", what)
 		}
 		cfg, err := analytics.ParseURL(clickhouseURL)
 		if err != nil {
@@ -204,5 +205,5 @@ func liftProjector(ctx context.Context, name, clickhouseURL string) (projectors.
 		}
 		return p, func() { _ = p.Close() }, nil
 	}
-	return nil, nil, fmt.Errorf("projector %q: no lift for it here", name)
+	return nil, nil, fmt.Errorf("projector %q is not one this tool knows", name)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/record"
 )
 
@@ -101,6 +102,38 @@ func TestVerifyCommand(t *testing.T) {
 	code, _, errOut = ctl(t, append([]string{"verify", "--projectors", "bogus"}, p.args...)...)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--projectors")
+
+	// Damage the analytics tables too (an operation the log never held),
+	// then rebuild all three projections while the pipeline runs: verify
+	// is clean again.
+	chCfg, err := analytics.ParseURL(chURL)
+	require.NoError(t, err)
+	reader, err := analytics.NewReader(context.Background(), chCfg)
+	require.NoError(t, err)
+	defer reader.Close()
+	b, err := reader.Conn().PrepareBatch(context.Background(), "INSERT INTO "+chDB+".operations (document_id, scope, branch, idx, op_id, ordinal)")
+	require.NoError(t, err)
+	require.NoError(t, b.Append("doc-3", oplog.ScopeGlobal, oplog.DefaultBranch, int64(99), "forged-op", uint64(1)))
+	require.NoError(t, b.Send())
+	code, rep, _ = verify("--wait", "300ms")
+	require.Equal(t, exitProblems, code)
+	require.Len(t, rep.Findings, 3, "%+v", rep.Findings)
+	require.Equal(t, admin.FindingAnalytics, rep.Findings[2].Kind)
+	require.Equal(t, "doc-3", rep.Findings[2].DocumentID)
+
+	code, _, errOut = ctl(t, append([]string{"projector", "rebuild", "analytics"}, p.args...)...)
+	require.Equal(t, exitUsage, code, "rebuilding analytics needs ClickHouse: %s", errOut)
+	require.Contains(t, errOut, "--clickhouse-url")
+	for _, name := range []string{"docview", "indexer", "analytics"} {
+		code, out, errOut := ctl(t, append([]string{"projector", "rebuild", name, "-o", "json"}, args...)...)
+		require.Equal(t, exitOK, code, "rebuild %s: %s", name, errOut)
+		var rebuilt struct{ Built struct{ Documents int } }
+		require.NoError(t, json.Unmarshal([]byte(out), &rebuilt))
+		require.Equal(t, 3, rebuilt.Built.Documents, "rebuild %s", name)
+	}
+	code, rep, errOut = verify("--wait", "2m")
+	require.Equal(t, exitOK, code, "findings after the rebuilds: %+v; %s", rep.Findings, errOut)
+	require.True(t, rep.Clean)
 }
 
 // TestVerifyReportsIncompleteRun: a run that stopped early says where to

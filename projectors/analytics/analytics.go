@@ -54,14 +54,17 @@ import (
 // with New, run it with a projectors.Runner configured by RunnerConfig, and
 // Close it after the runner.
 type Projector struct {
-	cfg    Config
+	cfg Config
+	// gen is the generation whose tables it writes and reads; "" for the
+	// live tables.
+	gen    string
 	conn   driver.Conn
 	logger *zap.Logger
 	m      *metrics
 	now    func() time.Time
 }
 
-var _ projectors.Projector = (*Projector)(nil)
+var _ projectors.GenerationTables = (*Projector)(nil)
 
 // New validates cfg, connects to ClickHouse and creates the schema if it is
 // missing. logger may be nil.
@@ -242,7 +245,7 @@ func (p *Projector) insert(ctx context.Context, table string, cols []column, row
 }
 
 func (p *Projector) send(ctx context.Context, table string, cols []column, fill func(driver.Batch) error) error {
-	b, err := p.conn.PrepareBatch(ctx, "INSERT INTO "+p.cfg.Database+"."+table+" ("+columnList(cols)+")")
+	b, err := p.conn.PrepareBatch(ctx, "INSERT INTO "+p.table(table)+" ("+columnList(cols)+")")
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 // OperationCounts returns the number of operations per document on branch,
 // deduplicated with FINAL: what the log holds once the projector caught up.
 func (p *Projector) OperationCounts(ctx context.Context, branch string) (map[string]uint64, error) {
-	rows, err := p.conn.Query(ctx, "SELECT document_id, count() FROM "+p.cfg.Database+"."+TableOperations+
+	rows, err := p.conn.Query(ctx, "SELECT document_id, count() FROM "+p.table(TableOperations)+
 		" FINAL WHERE branch = ? GROUP BY document_id", branch)
 	if err != nil {
 		return nil, fmt.Errorf("count clickhouse operations per document: %w", err)
@@ -44,7 +44,7 @@ type DocumentSummary struct {
 // DocumentSummaries returns the documents table's row of every document on
 // branch, deduplicated with FINAL.
 func (p *Projector) DocumentSummaries(ctx context.Context, branch string) (map[string]DocumentSummary, error) {
-	rows, err := p.conn.Query(ctx, "SELECT document_id, document_type, operation_count, is_deleted FROM "+p.cfg.Database+"."+TableDocuments+
+	rows, err := p.conn.Query(ctx, "SELECT document_id, document_type, operation_count, is_deleted FROM "+p.table(TableDocuments)+
 		" FINAL WHERE branch = ?", branch)
 	if err != nil {
 		return nil, fmt.Errorf("read clickhouse documents: %w", err)

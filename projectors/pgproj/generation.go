@@ -55,7 +55,7 @@ func (s *Store) PrepareGeneration(ctx context.Context, build string, tables []st
 }
 
 // SwitchGeneration implements projectors.GenerationStore.
-func (s *Store) SwitchGeneration(ctx context.Context, live, build string, tables []string, gen string) (bool, error) {
+func (s *Store) SwitchGeneration(ctx context.Context, live, build string, tables []string, gen string, swap func(context.Context) error) (bool, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// Hold every live checkpoint: no live batch commits until the swap
 		// is done, and the comparison below stays true.
@@ -66,6 +66,13 @@ func (s *Store) SwitchGeneration(ctx context.Context, live, build string, tables
 		liveAt, err := offsets(rows)
 		if err != nil {
 			return fmt.Errorf("read the live checkpoints: %w", err)
+		}
+		// Wait out and hold off the unfenced transactions over live's
+		// streams (the reconciler's, a lift's), which take this lock
+		// shared before their stream locks: none of them is then between
+		// its writes and its commit.
+		if _, err := tx.Exec(ctx, projectorLockSQL, live); err != nil {
+			return fmt.Errorf("hold off the live projector's other writers: %w", err)
 		}
 		// Fence the new generation's runner: it must not write once its
 		// tables carry the live names.
@@ -100,6 +107,11 @@ func (s *Store) SwitchGeneration(ctx context.Context, live, build string, tables
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM projector_checkpoints WHERE projector = $1`, build); err != nil {
 			return fmt.Errorf("drop the new generation's checkpoints: %w", err)
+		}
+		if swap != nil {
+			if err := swap(ctx); err != nil {
+				return fmt.Errorf("swap the tables: %w", err)
+			}
 		}
 		return nil
 	})

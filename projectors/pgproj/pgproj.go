@@ -239,6 +239,15 @@ func streamArrays(streams []oplog.StreamKey) (docs, scopes, branches []string) {
 	return docs, scopes, branches
 }
 
+// projectorLockSQL takes the projector-wide lock every claim holds shared,
+// exclusively, for the switch of generations.
+const projectorLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('projector:' || $1, 0))`
+
+// sharedLockSQL holds the projector-wide lock shared, taken before any
+// stream's lock so that a switch waiting for it never waits on a
+// transaction that waits for a stream.
+const sharedLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended('projector:' || $1, 0))`
+
 // lockSQL takes the streams' transaction advisory locks in sorted key
 // order. The key is prefixed by the projector so projectors never wait on
 // each other (nor on the log's writers).
@@ -278,13 +287,16 @@ func (t *tx) Claim(ctx context.Context, projector string, streams []oplog.Stream
 		}
 	}
 	batch := &pgx.Batch{}
+	batch.Queue(sharedLockSQL, projector)
 	batch.Queue(lockSQL, projector, d, s, b)
 	batch.Queue(claimHeadsSQL, projector, d, s, b, idx, hashes, versions)
 	batch.Queue(quarantinesSQL, projector, d, s, b)
 	br := t.conn.SendBatch(ctx, batch)
 	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, nil, fmt.Errorf("lock %d streams: %w", len(streams), err)
+	for range 2 { // the projector's lock, the streams'
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, fmt.Errorf("lock %d streams: %w", len(streams), err)
+		}
 	}
 	rows, _ := br.Query()
 	if err := scanHeads(rows, heads); err != nil {
