@@ -7,9 +7,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/docview"
 	"github.com/doclog/doclog/projectors/indexer"

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // IssueKind classifies what a validation found.

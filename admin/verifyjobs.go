@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // jobResultBatch bounds the ids of one JobResults call.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/projectors/docview"
 	"github.com/doclog/doclog/projectors/indexer"

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/doclog/doclog/executor/model/jsondoc"
+	"github.com/doclog/doclog/model/jsondoc"
 	"github.com/doclog/doclog/record"
 )
 

@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
 )
 

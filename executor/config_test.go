@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model/builtin"
 )
 
 func TestConfigDefaults(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
 )
 

@@ -40,10 +40,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/executor/cache"
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/backoff"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
 )
 

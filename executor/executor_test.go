@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/jsondoc"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/jsondoc"
 	"github.com/doclog/doclog/record"
 )
 

@@ -16,11 +16,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/model/builtin"
-	"github.com/doclog/doclog/executor/model/jsondoc"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model/builtin"
+	"github.com/doclog/doclog/model/jsondoc"
 	"github.com/doclog/doclog/record"
 )
 

@@ -18,12 +18,12 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/builtin"
-	"github.com/doclog/doclog/executor/model/jsondoc"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/builtin"
+	"github.com/doclog/doclog/model/jsondoc"
 	"github.com/doclog/doclog/record"
 )
 

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/model/jsondoc"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model/jsondoc"
 )
 
 // With NoRetries (--executor-max-retries=0) a job that sets no maxRetries of

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/model/jsondoc"
-	"github.com/doclog/doclog/executor/model/ledger"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model/jsondoc"
+	"github.com/doclog/doclog/model/ledger"
 	"github.com/doclog/doclog/record"
 )
 

@@ -12,10 +12,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/jsondoc"
-	"github.com/doclog/doclog/executor/model/ledger"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/jsondoc"
+	"github.com/doclog/doclog/model/ledger"
 	"github.com/doclog/doclog/record"
 )
 

@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/jsondoc"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/jsondoc"
 	"github.com/doclog/doclog/record"
 )
 

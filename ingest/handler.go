@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/telemetry"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
 )
 

@@ -21,10 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/ingest"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/builtin"
 )
 
 func testCtx(t *testing.T) context.Context {

@@ -13,11 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/ingest"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
 )
 
 // newStore returns the real Postgres store on a fresh migrated schema.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/jsonvalue"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
 )
 

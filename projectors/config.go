@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // Defaults of Config.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // headEntryOverhead is what an entry weighs beyond its canonical state:

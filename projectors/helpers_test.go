@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/docview"
 	"github.com/doclog/doclog/projectors/indexer"

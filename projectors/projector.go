@@ -20,8 +20,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // Projector derives read tables from verified stream changes. The runner

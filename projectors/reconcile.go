@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/model"
 )
 
 // ReconcileReport is what one reconciler pass found and did.

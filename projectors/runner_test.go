@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/drive"
-	"github.com/doclog/doclog/executor/model/jsondoc"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/drive"
+	"github.com/doclog/doclog/model/jsondoc"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/docview"
 	"github.com/doclog/doclog/projectors/indexer"

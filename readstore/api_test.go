@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model/builtin"
+	"github.com/doclog/doclog/model/builtin"
 	"github.com/doclog/doclog/readstore"
 )
 

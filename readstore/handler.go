@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/httpapi"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // OpenAPI is the API's OpenAPI 3 document, served at GET /openapi.yaml.

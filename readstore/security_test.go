@@ -11,11 +11,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model/builtin"
 	"github.com/doclog/doclog/readstore"
 	"github.com/doclog/doclog/readstore/pgread"
 )

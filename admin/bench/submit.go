@@ -13,10 +13,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/doclog/doclog/executor/model/jsondoc"
 	"github.com/doclog/doclog/ingest"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model/jsondoc"
 	"github.com/doclog/doclog/record"
 )
 

@@ -10,12 +10,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/builtin"
-	"github.com/doclog/doclog/executor/model/modeltest"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/builtin"
+	"github.com/doclog/doclog/model/modeltest"
 )
 
 // ctl runs doclogctl with args and returns its exit code and output.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/testenv"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/readstore"
 )
 

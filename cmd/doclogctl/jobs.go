@@ -12,10 +12,10 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
 )
 

@@ -12,13 +12,13 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/builtin"
 )
 
 // Exit codes.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/doclog/doclog/executor/cache"
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // benchStream writes a ledger whose global stream has 15 operations

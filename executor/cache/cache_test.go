@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor/cache"
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 const (

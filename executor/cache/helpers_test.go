@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/executor/cache"
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/builtin"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/builtin"
 )
 
 // countingStore counts what rebuilds read from the real store.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/doclog/doclog/executor"
 	"github.com/doclog/doclog/executor/cache"
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/ingest"
 	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/config"
@@ -26,6 +25,7 @@ import (
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/readstore"

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/doclog/doclog/executor/model"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/projectors/projtest"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/model"
 )
 
 type vectors struct {
@@ -37,7 +37,7 @@ type vectors struct {
 
 func loadVectors(t *testing.T) vectors {
 	t.Helper()
-	raw, err := os.ReadFile("../../testdata/identities-and-hashes.json")
+	raw, err := os.ReadFile("../testdata/identities-and-hashes.json")
 	require.NoError(t, err)
 	var v vectors
 	require.NoError(t, json.Unmarshal(raw, &v))

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/doclog/doclog/executor/model"
+	"github.com/doclog/doclog/model"
 )
 
 // MergePatch applies an RFC 7386 JSON Merge Patch to target and returns the

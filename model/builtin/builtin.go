@@ -5,10 +5,10 @@ package builtin
 import (
 	"fmt"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/drive"
-	"github.com/doclog/doclog/executor/model/jsondoc"
-	"github.com/doclog/doclog/executor/model/ledger"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/drive"
+	"github.com/doclog/doclog/model/jsondoc"
+	"github.com/doclog/doclog/model/ledger"
 )
 
 // Models returns the built-in models.

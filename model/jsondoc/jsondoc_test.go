@@ -6,10 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/jsondoc"
-	"github.com/doclog/doclog/executor/model/modeltest"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/jsondoc"
+	"github.com/doclog/doclog/model/modeltest"
 )
 
 func js(t testing.TB, s string) any {

@@ -7,8 +7,8 @@ package jsondoc
 import (
 	"encoding/json"
 
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // DocumentType is the type name of this model.

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/doclog/doclog/executor/model"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // DocumentType is the type name of this model.

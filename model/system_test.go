@@ -6,11 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/builtin"
-	"github.com/doclog/doclog/executor/model/ledger"
-	"github.com/doclog/doclog/executor/model/modeltest"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/builtin"
+	"github.com/doclog/doclog/model/ledger"
+	"github.com/doclog/doclog/model/modeltest"
 )
 
 func builtins(t testing.TB) *model.Registry {

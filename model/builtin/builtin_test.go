@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/builtin"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/builtin"
 )
 
 func TestRegistryHoldsBuiltins(t *testing.T) {

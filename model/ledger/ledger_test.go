@@ -5,10 +5,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/executor/model"
-	"github.com/doclog/doclog/executor/model/ledger"
-	"github.com/doclog/doclog/executor/model/modeltest"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/ledger"
+	"github.com/doclog/doclog/model/modeltest"
 )
 
 func balances(want map[string]float64) func(testing.TB, *modeltest.Doc) {
