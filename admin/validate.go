@@ -309,7 +309,7 @@ func keyframesOf(reg *model.Registry, k oplog.StreamKey, ops []oplog.Operation, 
 	}
 	st := model.NewStreamState(k, ops[0].DocumentType)
 	for i := range ops {
-		if (i+1)%interval != 0 {
+		if !model.KeyframeDue(int64(i), int64(i+1), int64(interval)) {
 			if !skips {
 				if err := reg.Replay(st, ops[i:i+1]); err != nil {
 					return nil, err

@@ -3,9 +3,10 @@
 // validation, reducers), the Registry of types and their upgrade paths, the
 // system reducer of the document scope (create, upgrade, delete,
 // relationships, name and slug), the canonical state hash (RFC 8785 JSON,
-// SHA-256, base64), the derived identities of operations and jobs, and Apply
+// SHA-256, base64), the derived identities of operations and jobs, Apply
 // and Replay, which turn actions into operations and prove a stream's stored
-// hashes.
+// hashes, and the one rule for keyframes: when one is due (KeyframeDue) and
+// how a state at a revision is rebuilt from the nearest one (StateAt).
 //
 // It is public because users write their own models against it, and it is
 // shared by every stage: the executor applies actions with it, projectors and

@@ -2,7 +2,6 @@ package readstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -131,81 +130,39 @@ func (h *Handler) stateAt(w http.ResponseWriter, r *http.Request) *APIError {
 		}
 		return internal(fmt.Sprintf("rebuild %s at revision %d", stream, revision), err)
 	}
-	st := res.state
+	st := res.State
 	body := stateBody{
 		DocumentID: stream.DocumentID, DocumentType: st.DocumentType, Scope: scope, Branch: stream.Branch, Revision: st.Revision,
-		Version: st.Version, Hash: st.Hash, State: st.State, Replayed: res.replayed,
+		Version: st.Version, Hash: st.Hash, State: st.State, Replayed: res.Replayed,
 	}
-	if res.keyframe >= 0 {
-		body.KeyframeIndex = &res.keyframe
+	if res.Keyframe >= 0 {
+		body.KeyframeIndex = &res.Keyframe
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil
 }
 
-// rebuilt is a stream state rebuilt at a revision and how.
-type rebuilt struct {
-	state    *model.StreamState
-	keyframe int64 // the keyframe's index, -1 for none
-	replayed int64
-}
-
-// rebuild returns the state of a stream after its first revision
-// operations: from the nearest keyframe at or below it (its hash checked
-// on load) plus the operations after it, each replayed with the model SDK
-// and its hash checked; from index 0 when there is no usable keyframe or an
-// operation's skip reaches before it. The read store never writes a
-// keyframe: that is the executor's.
-func (h *Handler) rebuild(ctx context.Context, stream oplog.StreamKey, revision int64) (rebuilt, error) {
-	kf, ok, err := h.log.NearestKeyframe(ctx, stream, revision-1)
-	if err != nil {
-		return rebuilt{}, fmt.Errorf("read the nearest keyframe of %s: %w", stream, err)
-	}
-	if ok {
-		st, err := model.FromKeyframe(kf)
-		if err == nil {
-			n, err := h.replay(ctx, st, revision)
-			if err == nil {
-				return rebuilt{state: st, keyframe: kf.Index, replayed: n}, nil
-			}
-			if !errors.As(err, new(*model.SkipBeforeStart)) {
-				return rebuilt{}, err
-			}
-		} else {
-			h.logger.Warn("keyframe does not match its hash; replaying from index 0",
-				zap.String("stream", stream.String()), zap.Int64("index", kf.Index), zap.Error(err))
-		}
-	}
-	st := model.NewStreamState(stream, "")
-	n, err := h.replay(ctx, st, revision)
-	if err != nil {
-		return rebuilt{}, err
-	}
-	return rebuilt{state: st, keyframe: -1, replayed: n}, nil
-}
-
 // replayPage bounds one read of the log while rebuilding.
 const replayPage = 1000
 
-// replay reads the operations after st page by page and replays them up to
-// revision.
-func (h *Handler) replay(ctx context.Context, st *model.StreamState, revision int64) (int64, error) {
-	var n int64
-	for st.Revision < revision {
-		ops, err := h.log.ReadStream(ctx, st.Stream, st.Revision, int(min(revision-st.Revision, replayPage)))
-		if err != nil {
-			return n, fmt.Errorf("read %s from index %d: %w", st.Stream, st.Revision, err)
-		}
-		if len(ops) == 0 {
-			return n, fmt.Errorf("read %s from index %d: the log has no operation there", st.Stream, st.Revision)
-		}
-		if st.DocumentType == "" {
-			st.DocumentType = ops[0].DocumentType
-		}
-		if err := h.registry.Replay(st, ops); err != nil {
-			return n, err
-		}
-		n += int64(len(ops))
+// rebuild returns the state of a stream after its first revision operations
+// (model.StateAt: from the nearest keyframe at or below it, its hash checked
+// on load, plus the operations after it, each replayed with its hash
+// checked; from index 0 when there is no usable keyframe or an operation's
+// skip reaches before it). The read store never writes a keyframe: that is
+// the executor's.
+func (h *Handler) rebuild(ctx context.Context, stream oplog.StreamKey, revision int64) (model.Rebuilt, error) {
+	res, err := h.registry.StateAt(ctx, h.log, stream, "", revision, replayPage)
+	if res.BadKeyframe != nil {
+		h.logger.Warn("keyframe does not match its hash; replaying from index 0",
+			zap.String("stream", stream.String()), zap.Int64("index", res.BadKeyframeIndex), zap.Error(res.BadKeyframe))
 	}
-	return n, nil
+	if err != nil {
+		return res, err
+	}
+	if st := res.State; st.Revision < revision {
+		// The revision was checked against the stream's before the read.
+		return res, fmt.Errorf("read %s from index %d: the log has no operation there", stream, st.Revision)
+	}
+	return res, nil
 }

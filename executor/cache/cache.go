@@ -1,19 +1,17 @@
 // Package cache is the executor's write cache: the head state of recently
 // used streams, so that applying a job costs no database read. It owns the
-// LRU over streams (bounded in bytes and in count), the keyframe cadence (a
-// keyframe every N revisions, labelled by its last operation's index), the
-// cold-miss rebuild (nearest keyframe, then the operations since; else from
-// index 0) and dropping every stream a Kafka partition loaded when the
-// partition is revoked.
+// LRU over streams (bounded in bytes and in count), the cold-miss rebuild
+// (model.StateAt: nearest keyframe, then the operations since; else from
+// index 0) with a keyframe persisted after a long one, and dropping every
+// stream a Kafka partition loaded when the partition is revoked.
 //
-// Ownership: held heads are never changed in place. Load hands out a
-// private deep copy of the head; LoadShared hands out the held head itself,
-// for a caller that copies before it applies anything (the executor copies
-// per job, so that a failed job can be undone, which makes a second copy
-// per batch pure waste). Once the append has committed, the new head comes
-// back with Put (no copy: the cache takes the value over). A batch that
-// fails to append simply does not Put; one that lost a conflict calls
-// Invalidate so the next Load reads the log.
+// Ownership: held heads are never changed in place. LoadShared hands out
+// the held head itself, for a caller that copies before it applies anything
+// (the executor copies per job, so that a failed job can be undone, which
+// makes a second copy per batch pure waste). Once the append has committed,
+// the new head comes back with Put (no copy: the cache takes the value
+// over). A batch that fails to append simply does not Put; one that lost a
+// conflict calls Invalidate so the next LoadShared reads the log.
 //
 // The cache trusts its heads: a head made stale by another writer (a member
 // left behind by a rebalance) is caught by the append's expected revision,
@@ -25,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 
@@ -47,11 +44,13 @@ type Config struct {
 	// JSON length plus EntryOverhead each). Default 64 MiB, about 350 MiB
 	// of Go heap: a held state takes ~5.4 heap bytes per canonical byte.
 	MaxBytes int64
-	// KeyframeInterval: a keyframe is due whenever a stream's revision
-	// crosses a multiple of it. Default 10, as in the reference reactor.
+	// KeyframeInterval is the streams' keyframe interval (model.KeyframeDue):
+	// a cold miss that replayed at least this many operations persists a
+	// keyframe at the head. Default model.DefaultKeyframeInterval.
 	KeyframeInterval int64
 	// HistorySize is how many older snapshots of a stream are kept besides
-	// its head, to serve reads of recent past revisions. Default 0 (off).
+	// its head, for reads of recent past revisions. Default 0 (off). The
+	// executor reads only heads: today only the tests read them.
 	HistorySize int
 	// ReadPageSize is how many operations one ReadStream call fetches during
 	// a rebuild. Default 1000.
@@ -65,10 +64,9 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultMaxStreams       = 10000
-	DefaultMaxBytes         = 64 << 20
-	DefaultKeyframeInterval = 10
-	DefaultReadPageSize     = 1000
+	DefaultMaxStreams   = 10000
+	DefaultMaxBytes     = 64 << 20
+	DefaultReadPageSize = 1000
 )
 
 // WithDefaults returns the config with every zero field set to its default.
@@ -80,7 +78,7 @@ func (c Config) WithDefaults() Config {
 		c.MaxBytes = DefaultMaxBytes
 	}
 	if c.KeyframeInterval == 0 {
-		c.KeyframeInterval = DefaultKeyframeInterval
+		c.KeyframeInterval = model.DefaultKeyframeInterval
 	}
 	if c.ReadPageSize == 0 {
 		c.ReadPageSize = DefaultReadPageSize
@@ -103,25 +101,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cache config: ReadPageSize must be at least 1, not %d", c.ReadPageSize)
 	}
 	return nil
-}
-
-// Stats are the cache's counters since it was created.
-type Stats struct {
-	Streams int   // streams held now
-	Bytes   int64 // weight held now
-	// Hits and Misses count Load calls.
-	Hits, Misses int64
-	// Evictions counts streams dropped to stay within the bounds.
-	Evictions int64
-	// KeyframeRebuilds and FullRebuilds count rebuilds that started from a
-	// keyframe and from index 0.
-	KeyframeRebuilds, FullRebuilds int64
-	// OperationsReplayed counts operations read and replayed by rebuilds.
-	OperationsReplayed int64
-	// BadKeyframes counts keyframes that did not verify and were passed over.
-	BadKeyframes int64
-	// KeyframesWritten counts keyframes persisted after long rebuilds.
-	KeyframesWritten int64
 }
 
 // Cache is the write cache. It is safe for concurrent use by the workers of
@@ -171,27 +150,12 @@ func New(store oplog.Store, reg *model.Registry, cfg Config) (*Cache, error) {
 	}, nil
 }
 
-// Config returns the effective configuration.
-func (c *Cache) Config() Config { return c.cfg }
-
-// Load returns a private copy of a stream's head state, which the caller
-// owns and may apply actions to. On a miss it rebuilds the head from the
-// nearest keyframe and the operations since (or from index 0) and holds it,
-// tagged with partition. documentType names the type of a stream that turns
-// out to be empty.
-func (c *Cache) Load(ctx context.Context, partition int32, stream oplog.StreamKey, documentType string) (*model.StreamState, error) {
-	st, err := c.LoadShared(ctx, partition, stream, documentType)
-	if err != nil {
-		return nil, err
-	}
-	// Held heads are never mutated (Put hands over a fresh value), so the
-	// copy can be made outside the lock.
-	return st.Clone(), nil
-}
-
-// LoadShared is Load without the copy: it returns the held head itself,
-// which the caller must not change — it copies before applying anything,
-// and gives the result back with Put.
+// LoadShared returns a stream's head state: the held head itself, which the
+// caller must not change — it copies before applying anything, and gives
+// the result back with Put. On a miss it rebuilds the head from the nearest
+// keyframe and the operations since (or from index 0) and holds it, tagged
+// with partition. documentType names the type of a stream that turns out to
+// be empty.
 func (c *Cache) LoadShared(ctx context.Context, partition int32, stream oplog.StreamKey, documentType string) (*model.StreamState, error) {
 	c.mu.Lock()
 	if el, ok := c.entries[stream]; ok {
@@ -203,7 +167,7 @@ func (c *Cache) LoadShared(ctx context.Context, partition int32, stream oplog.St
 	}
 	c.mu.Unlock()
 	c.misses.Add(1)
-	st, err := c.rebuild(ctx, stream, documentType, math.MaxInt64)
+	st, err := c.rebuild(ctx, stream, documentType, model.Head)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +256,7 @@ func (c *Cache) evictLocked() {
 	}
 }
 
-// Invalidate drops a stream, so its next Load reads the log (after an append
+// Invalidate drops a stream, so its next LoadShared reads the log (after an append
 // lost a conflict on it).
 func (c *Cache) Invalidate(stream oplog.StreamKey) {
 	c.mu.Lock()
@@ -319,138 +283,32 @@ func (c *Cache) DropPartition(partition int32) int {
 	return n
 }
 
-// Stats returns the counters.
-func (c *Cache) Stats() Stats {
-	c.mu.Lock()
-	streams, bytes := c.lru.Len(), c.bytes
-	c.mu.Unlock()
-	return Stats{
-		Streams: streams, Bytes: bytes,
-		Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(),
-		KeyframeRebuilds: c.kfRebuilds.Load(), FullRebuilds: c.fullRebuilds.Load(),
-		OperationsReplayed: c.replayed.Load(), BadKeyframes: c.badKeyframes.Load(),
-		KeyframesWritten: c.keyframesWritten.Load(),
-	}
-}
-
-// StateAt returns a private copy of a stream's state after its first
-// revision operations: from the held head or history when they have it, else
-// rebuilt from the nearest keyframe at or below it. It does not change what
-// the cache holds.
-func (c *Cache) StateAt(ctx context.Context, stream oplog.StreamKey, documentType string, revision int64) (*model.StreamState, error) {
-	if revision < 0 {
-		return nil, fmt.Errorf("state of %s at revision %d: revision must not be negative", stream, revision)
-	}
-	c.mu.Lock()
-	if el, ok := c.entries[stream]; ok {
-		e := el.Value.(*entry)
-		for _, s := range append([]*model.StreamState{e.head}, e.history...) {
-			if s.Revision == revision {
-				c.mu.Unlock()
-				return s.Clone(), nil
-			}
-		}
-	}
-	c.mu.Unlock()
-	st, err := c.rebuild(ctx, stream, documentType, revision)
-	if err != nil {
-		return nil, err
-	}
-	if st.Revision != revision {
-		return nil, fmt.Errorf("state of %s at revision %d: the stream has only %d operations", stream, revision, st.Revision)
-	}
-	return st, nil
-}
-
-// KeyframeDue returns the keyframe an append should carry for a stream that
-// went from revision before to st.Revision, if it crossed a multiple of
-// KeyframeInterval. It is labelled by the index of st's last operation.
-func (c *Cache) KeyframeDue(before int64, st *model.StreamState) (oplog.Keyframe, bool, error) {
-	n := c.cfg.KeyframeInterval
-	if st.Revision == 0 || st.Revision/n == before/n {
-		return oplog.Keyframe{}, false, nil
-	}
-	kf, err := st.Keyframe()
-	if err != nil {
-		return oplog.Keyframe{}, false, err
-	}
-	return kf, true, nil
-}
-
-// rebuild computes a stream's state after at most upTo operations (MaxInt64:
-// the head) from the log.
+// rebuild computes a stream's state after at most upTo operations
+// (model.Head: the head) from the log.
 func (c *Cache) rebuild(ctx context.Context, stream oplog.StreamKey, documentType string, upTo int64) (*model.StreamState, error) {
-	atOrBelow := upTo - 1
-	if upTo == math.MaxInt64 {
-		atOrBelow = math.MaxInt64
+	res, err := c.reg.StateAt(ctx, c.store, stream, documentType, upTo, c.cfg.ReadPageSize)
+	c.replayed.Add(res.Replayed + res.Abandoned)
+	if res.BadKeyframe != nil {
+		c.badKeyframes.Add(1)
 	}
-	if atOrBelow >= 0 {
-		kf, ok, err := c.store.NearestKeyframe(ctx, stream, atOrBelow)
-		if err != nil {
-			return nil, fmt.Errorf("load keyframe of %s: %w", stream, err)
-		}
-		if ok {
-			st, err := model.FromKeyframe(kf)
-			if err == nil {
-				n, err := c.replayFrom(ctx, st, upTo)
-				if err == nil {
-					c.kfRebuilds.Add(1)
-					c.maybeKeyframe(ctx, st, n, upTo)
-					return st, nil
-				}
-				var sbs *model.SkipBeforeStart
-				if !errors.As(err, &sbs) {
-					return nil, err
-				}
-			} else {
-				c.badKeyframes.Add(1)
-			}
-		}
-	}
-	st := model.NewStreamState(stream, documentType)
-	n, err := c.replayFrom(ctx, st, upTo)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rebuild %s: %w", stream, err)
 	}
-	c.fullRebuilds.Add(1)
-	c.maybeKeyframe(ctx, st, n, upTo)
-	return st, nil
-}
-
-// replayFrom reads the operations after st page by page and replays them,
-// stopping at upTo operations. It returns how many it replayed.
-func (c *Cache) replayFrom(ctx context.Context, st *model.StreamState, upTo int64) (int, error) {
-	total := 0
-	for st.Revision < upTo {
-		limit := c.cfg.ReadPageSize
-		if left := upTo - st.Revision; left < int64(limit) {
-			limit = int(left)
-		}
-		ops, err := c.store.ReadStream(ctx, st.Stream, st.Revision, limit)
-		if err != nil {
-			return total, fmt.Errorf("read %s from index %d: %w", st.Stream, st.Revision, err)
-		}
-		if len(ops) == 0 {
-			break
-		}
-		if err := c.reg.Replay(st, ops); err != nil {
-			return total, fmt.Errorf("rebuild %s: %w", st.Stream, err)
-		}
-		total += len(ops)
-		c.replayed.Add(int64(len(ops)))
-		if len(ops) < limit {
-			break
-		}
+	if res.Keyframe >= 0 {
+		c.kfRebuilds.Add(1)
+	} else {
+		c.fullRebuilds.Add(1)
 	}
-	return total, nil
+	c.maybeKeyframe(ctx, res.State, res.Replayed, upTo)
+	return res.State, nil
 }
 
 // maybeKeyframe persists a keyframe at the head after a long rebuild, so the
 // next cold miss of the stream is short. A keyframe states a fact about an
 // index that never changes, so writing it outside an append is safe; failing
 // to write it costs only speed.
-func (c *Cache) maybeKeyframe(ctx context.Context, st *model.StreamState, replayed int, upTo int64) {
-	if c.cfg.NoKeyframeOnRebuild || upTo != math.MaxInt64 || int64(replayed) < c.cfg.KeyframeInterval || st.Revision == 0 {
+func (c *Cache) maybeKeyframe(ctx context.Context, st *model.StreamState, replayed int64, upTo int64) {
+	if c.cfg.NoKeyframeOnRebuild || upTo != model.Head || replayed < c.cfg.KeyframeInterval || st.Revision == 0 {
 		return
 	}
 	kf, err := st.Keyframe()

@@ -153,9 +153,9 @@ func (w *writer) job(actions ...oplog.Action) error {
 	}
 	for _, scope := range order {
 		req.Streams = append(req.Streams, oplog.StreamAppend{Stream: w.key(scope), ExpectedRevision: before[scope], Operations: ops[scope]})
-		kf, due, err := w.c.KeyframeDue(before[scope], states[scope])
-		require.NoError(t, err)
-		if due {
+		if st := states[scope]; model.KeyframeDue(before[scope], st.Revision, w.c.Config().KeyframeInterval) {
+			kf, err := st.Keyframe()
+			require.NoError(t, err)
 			req.Keyframes = append(req.Keyframes, kf)
 		}
 	}
