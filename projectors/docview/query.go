@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -124,19 +123,6 @@ func (v *View) GetBySlug(ctx context.Context, slug, branch string) (*Document, e
 	return v.Get(ctx, id, branch)
 }
 
-// SlugOwner returns the document holding slug and whether one does.
-func (v *View) SlugOwner(ctx context.Context, slug, branch string) (string, bool, error) {
-	var id string
-	err := v.pool.QueryRow(ctx, `SELECT document_id FROM slug_mappings WHERE slug = $1 AND branch = $2`, slug, branch).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("docview: slug owner of %q: %w", slug, err)
-	}
-	return id, true, nil
-}
-
 // AppliedIndexes returns the last applied index of each stream (-1 for a
 // stream the view has not seen).
 func (v *View) AppliedIndexes(ctx context.Context, streams []oplog.StreamKey) (map[oplog.StreamKey]int64, error) {
@@ -167,45 +153,12 @@ JOIN document_snapshots s ON s.document_id = k.d AND s.scope = k.s AND s.branch 
 	return out, nil
 }
 
-// Quarantine returns a stream's quarantine, if it has one.
-func (v *View) Quarantine(ctx context.Context, stream oplog.StreamKey) (projectors.Quarantine, bool, error) {
-	qs, err := v.store.QuarantinesOf(ctx, Name, []oplog.StreamKey{stream})
-	if err != nil {
-		return projectors.Quarantine{}, false, err
-	}
-	q, ok := qs[stream]
-	return q, ok, nil
-}
-
 // Reached reports whether the view has applied every coordinate of the
 // token. A coordinate on a quarantined stream that is not reached yet is a
 // *projectors.QuarantinedError: it cannot be reached until the quarantine is
 // lifted (the read store answers 409).
 func (v *View) Reached(ctx context.Context, token oplog.ConsistencyToken) (bool, error) {
 	return projectors.Reached(ctx, token, Name, v.AppliedIndexes, v.store, nil)
-}
-
-// Wait polls Reached every interval until the token is reached, the stream
-// is quarantined, or ctx ends (a bounded wait is the caller's deadline).
-func (v *View) Wait(ctx context.Context, token oplog.ConsistencyToken, interval time.Duration) error {
-	return projectors.Wait(ctx, interval, func(ctx context.Context) (bool, error) { return v.Reached(ctx, token) })
-}
-
-// JobStatus derives a job's status as reported to clients: a WRITE_READY
-// result whose token the view has reached is READ_READY; anything else is
-// reported as stored.
-func (v *View) JobStatus(ctx context.Context, result oplog.JobResult) (oplog.JobStatus, error) {
-	if result.Status != oplog.JobWriteReady {
-		return result.Status, nil
-	}
-	ok, err := v.Reached(ctx, result.Token)
-	if err != nil {
-		return result.Status, err
-	}
-	if ok {
-		return oplog.JobReadReady, nil
-	}
-	return result.Status, nil
 }
 
 func deref(s *string) string {
