@@ -11,13 +11,8 @@ import (
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors"
-	"github.com/doclog/doclog/projectors/docview"
-	"github.com/doclog/doclog/projectors/indexer"
 	"github.com/doclog/doclog/projectors/pgproj"
 )
-
-// KnownProjectors are the projectors a standard deployment runs.
-var KnownProjectors = []string{docview.Name, indexer.Name, "analytics"}
 
 // ProjectorStatus is a projector's stored position and health.
 type ProjectorStatus struct {
@@ -76,9 +71,7 @@ func RebuildProjector(ctx context.Context, store *postgres.Store, reg *model.Reg
 		Group:     prefix + projectors.DefaultGroupPrefix + p.Name(),
 		Logger:    logger,
 	}
-	if rc, ok := p.(interface {
-		RunnerConfig(projectors.Config) projectors.Config
-	}); ok {
+	if rc, ok := p.(projectors.RunnerConfigurer); ok {
 		cfg = rc.RunnerConfig(cfg)
 	}
 	return projectors.Rebuild(ctx, cfg)

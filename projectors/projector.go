@@ -43,6 +43,17 @@ type Projector interface {
 	Apply(ctx context.Context, tx Tx, changes []Change) error
 }
 
+// RunnerConfigurer is a projector that sets up the runner it runs under
+// (the analytics projector: polls and fetches sized to its inserts). Who
+// builds a runner for a projector passes the Config through RunnerConfig
+// when the projector is one.
+type RunnerConfigurer interface {
+	Projector
+	// RunnerConfig returns rc set up for this projector, keeping the
+	// fields rc already sets.
+	RunnerConfig(rc Config) Config
+}
+
 // Head is the verified head of one stream as a projector stored it.
 type Head struct {
 	Stream       oplog.StreamKey

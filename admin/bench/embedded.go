@@ -11,6 +11,7 @@ import (
 
 	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/projectors/catalog"
 )
 
 // embeddedPoolSize is the roles' Postgres pool, doclog's default
@@ -38,7 +39,7 @@ func startEmbedded(ctx context.Context, cfg Config, id string) (*embedded, error
 	prefix := cfg.TopicPrefix + "bench-" + id + "."
 	s := &app.Settings{
 		Roles:            []string{app.RoleIngest, app.RoleExecutor, app.RoleProjectors},
-		Projectors:       []string{"docview", "indexer"},
+		Projectors:       catalog.Defaults(),
 		IngestAddr:       "127.0.0.1:0",
 		OpsAddr:          "127.0.0.1:0",
 		DatabaseURL:      cfg.DatabaseURL,

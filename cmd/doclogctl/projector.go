@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -13,11 +11,12 @@ import (
 	"github.com/doclog/doclog/admin"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/catalog"
 )
 
 func newProjectorCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "projector", Short: "Projectors: checkpoints, quarantines, lag and rebuilds"}
-	names := admin.KnownProjectors
+	names := catalog.Names()
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Each projector's group, checkpoints (offset and epoch per partition) and quarantined streams",
@@ -89,8 +88,8 @@ RENAME TABLE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A name no projector has is a usage error, refused before
 			// anything is opened.
-			if !slices.Contains(admin.KnownProjectors, args[0]) {
-				return usagef("unknown projector %q: the projectors are %s", args[0], strings.Join(admin.KnownProjectors, ", "))
+			if _, err := catalog.Lookup(args[0]); err != nil {
+				return usageError{err}
 			}
 			clickhouseURL := g.ClickHouseURL
 			return g.withStore(cmd.Context(), func(ctx context.Context, s *postgres.Store) error {

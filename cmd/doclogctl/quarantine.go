@@ -10,14 +10,12 @@ import (
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/admin"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
-	"github.com/doclog/doclog/projectors/docview"
-	"github.com/doclog/doclog/projectors/indexer"
+	"github.com/doclog/doclog/projectors/catalog"
 )
 
 // liftOutcome is one stream's lift, as `docs quarantine lift` reports it.
@@ -40,13 +38,13 @@ type liftOutcome struct {
 func newQuarantineCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "quarantine", Short: "Streams a projector stopped applying, and lifting them once they verify"}
 	var projector string
-	cmd.PersistentFlags().StringVar(&projector, "projector", "", "only this projector's quarantines ("+strings.Join(admin.KnownProjectors, ", ")+"); default all")
+	cmd.PersistentFlags().StringVar(&projector, "projector", "", "only this projector's quarantines ("+strings.Join(catalog.Names(), ", ")+"); default all")
 	names := func() ([]string, error) {
 		if projector == "" {
-			return admin.KnownProjectors, nil
+			return catalog.Names(), nil
 		}
-		if !slices.Contains(admin.KnownProjectors, projector) {
-			return nil, usagef("--projector takes %s, not %q", strings.Join(admin.KnownProjectors, ", "), projector)
+		if _, err := catalog.Lookup(projector); err != nil {
+			return nil, usagef("--projector takes %s, not %q", strings.Join(catalog.Names(), ", "), projector)
 		}
 		return []string{projector}, nil
 	}
@@ -186,24 +184,18 @@ func liftFilter(projector, scope string) string {
 // rebuild writes, and what closes it; what needs it is said in usage
 // errors.
 func openProjector(ctx context.Context, name, clickhouseURL, what string) (projectors.Projector, func(), error) {
-	switch name {
-	case docview.Name:
-		return docview.Projector{}, func() {}, nil
-	case indexer.Name:
-		return indexer.Projector{}, func() {}, nil
-	case analytics.DefaultName:
+	spec, err := catalog.Lookup(name)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	var o catalog.Options
+	if spec.ClickHouse {
 		if clickhouseURL == "" {
 			return nil, nil, usagef("%s writes to ClickHouse: set --clickhouse-url, DOCLOG_CLICKHOUSE_URL or CLICKHOUSE_URL, or add clickhouse-url to a context", what)
 		}
-		cfg, err := analytics.ParseURL(clickhouseURL)
-		if err != nil {
+		if o.ClickHouse, err = analytics.ParseURL(clickhouseURL); err != nil {
 			return nil, nil, usageError{err}
 		}
-		p, err := analytics.New(ctx, cfg, zap.NewNop())
-		if err != nil {
-			return nil, nil, err
-		}
-		return p, func() { _ = p.Close() }, nil
 	}
-	return nil, nil, fmt.Errorf("projector %q is not one this tool knows", name)
+	return spec.Open(ctx, o)
 }

@@ -9,12 +9,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/doclog/doclog/admin"
+	"github.com/doclog/doclog/executor"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/catalog"
 )
 
-// defaultGroups are the consumer groups of a standard deployment.
-var defaultGroups = []string{"doclog-executor", "doclog-docview", "doclog-indexer", "doclog-analytics"}
+// defaultGroups are the consumer groups of a deployment running every
+// role and projector.
+var defaultGroups = func() []string {
+	groups := []string{executor.DefaultGroup}
+	for _, name := range catalog.Names() {
+		groups = append(groups, projectors.DefaultGroupPrefix+name)
+	}
+	return groups
+}()
 
 type statusReport struct {
 	Brokers []int32                  `json:"brokers"`

@@ -37,8 +37,7 @@ import (
 	"github.com/doclog/doclog/model/builtin"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
-	"github.com/doclog/doclog/projectors/docview"
-	"github.com/doclog/doclog/projectors/indexer"
+	"github.com/doclog/doclog/projectors/catalog"
 	"github.com/doclog/doclog/projectors/pgproj"
 	"github.com/doclog/doclog/readstore"
 	"github.com/doclog/doclog/readstore/pgread"
@@ -128,7 +127,13 @@ func (a *App) build() error {
 		}
 		a.closers = append(a.closers, a.kafka.Close)
 	}
-	if a.s.runs(RoleProjectors) && slices.Contains(a.s.Projectors, "analytics") {
+	var inClickHouse []catalog.Spec
+	for _, name := range a.s.Projectors {
+		if spec, _ := catalog.Lookup(name); spec.ClickHouse && a.s.runs(RoleProjectors) {
+			inClickHouse = append(inClickHouse, spec)
+		}
+	}
+	if len(inClickHouse) > 0 {
 		cfg, err := analytics.ParseURL(a.s.ClickHouseURL)
 		if err != nil {
 			return err
@@ -138,8 +143,8 @@ func (a *App) build() error {
 		if err := cfg.WithDefaults().Validate(); err != nil {
 			return err
 		}
-		a.analytics = &clickHouse{cfg: cfg, logger: a.logger.Named("analytics")}
-		// Closed after the runner stops: closers run after components.
+		a.analytics = &clickHouse{cfg: cfg, logger: a.logger, specs: inClickHouse}
+		// Closed after the runners stop: closers run after components.
 		a.closers = append(a.closers, a.analytics.close)
 	}
 	if a.s.runs(RoleExecutor) {
@@ -353,22 +358,32 @@ func (a *App) janitor() component {
 func (a *App) buildProjectors() error {
 	pstore := pgproj.New(a.pool)
 	for _, name := range a.s.Projectors {
+		spec, err := catalog.Lookup(name)
+		if err != nil {
+			return err
+		}
 		rc := a.s.Tuning.Projectors
 		rc.Store, rc.Log, rc.Registry = pstore, a.store, a.registry
 		rc.Kafka, rc.Topic = a.s.Kafka, a.names().WriteReady
 		rc.Group = a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name
 		rc.Logger = a.logger.Named("projector." + name)
 		rc.Registerer = a.metrics // the runner labels its series by projector
-		switch name {
-		case "docview":
-			rc.Projector = docview.Projector{}
-		case "indexer":
-			rc.Projector = indexer.Projector{}
-		case "analytics":
-			// Its polls are --analytics-batch-rows, which RunnerConfig
-			// applies to a runner that names none.
+		if spec.ClickHouse {
+			rc.Projector = a.analytics.opened[name]
+		} else {
+			p, closeP, err := spec.Open(context.Background(), catalog.Options{Logger: rc.Logger})
+			if err != nil {
+				return fmt.Errorf("opening projector %s: %w", name, err)
+			}
+			rc.Projector = p
+			a.closers = append(a.closers, closeP)
+		}
+		if c, ok := rc.Projector.(projectors.RunnerConfigurer); ok {
+			// Such a projector sizes its own polls (analytics: to
+			// --analytics-batch-rows), which RunnerConfig applies to a
+			// runner that names none.
 			rc.MaxPollRecords = 0
-			rc = a.analytics.p.RunnerConfig(rc)
+			rc = c.RunnerConfig(rc)
 		}
 		if err := a.addProjector(name, rc); err != nil {
 			return err

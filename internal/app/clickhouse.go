@@ -2,34 +2,61 @@ package app
 
 import (
 	"context"
+	"errors"
 
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
+	"github.com/doclog/doclog/projectors/catalog"
 )
 
-// clickHouse is the analytics projector's connection. It is made in Run,
-// once ClickHouse answers, since analytics.New connects and creates the
-// schema; connect is retried until then.
+// clickHouse opens the projectors whose tables live in ClickHouse. They
+// are opened in Run, once ClickHouse answers, since opening one connects
+// and creates its schema; connect is retried until then.
 type clickHouse struct {
 	cfg    analytics.Config
 	logger *zap.Logger
-	p      *analytics.Projector
+	specs  []catalog.Spec
+	opened map[string]projectors.Projector
+	closes []func()
 }
 
 func (c *clickHouse) connect(ctx context.Context) error {
-	p, err := analytics.New(ctx, c.cfg, c.logger)
-	if err != nil {
-		return err
+	for _, spec := range c.specs {
+		if _, ok := c.opened[spec.Name]; ok {
+			continue
+		}
+		p, closeP, err := spec.Open(ctx, catalog.Options{ClickHouse: c.cfg, Logger: c.logger.Named(spec.Name)})
+		if err != nil {
+			return err
+		}
+		if c.opened == nil {
+			c.opened = map[string]projectors.Projector{}
+		}
+		c.opened[spec.Name] = p
+		c.closes = append(c.closes, closeP)
 	}
-	c.p = p
 	return nil
 }
 
-func (c *clickHouse) ping(ctx context.Context) error { return c.p.Ping(ctx) }
+// pinger is a projector that can tell whether its database answers.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+func (c *clickHouse) ping(ctx context.Context) error {
+	var errs []error
+	for _, p := range c.opened {
+		if pp, ok := p.(pinger); ok {
+			errs = append(errs, pp.Ping(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 func (c *clickHouse) close() {
-	if c.p != nil {
-		_ = c.p.Close()
+	for _, closeP := range c.closes {
+		closeP()
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/telemetry"
+	"github.com/doclog/doclog/projectors/catalog"
 )
 
 // The roles a process can run.
@@ -113,7 +114,7 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.DurationVar(&s.Topics.JobsRetention, "topics-jobs-retention", kafka.DefaultJobsRetention, "retention of the jobs topic: the longest executor outage survived")
 	fs.DurationVar(&s.Topics.WriteReadyRetention, "topics-write-ready-retention", kafka.DefaultWriteReadyRetention, "retention of the write-ready topic")
 	fs.DurationVar(&s.Topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
-	fs.StringSliceVar(&s.Projectors, "projectors", []string{"docview", "indexer"}, "projectors to run (docview, indexer, analytics); analytics joins when --clickhouse-url is set")
+	fs.StringSliceVar(&s.Projectors, "projectors", catalog.Defaults(), "projectors to run ("+strings.Join(catalog.Names(), ", ")+"); those whose tables live in ClickHouse join when --clickhouse-url is set")
 	bindStartFlags(fs, s)
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
 	bindTuningFlags(fs, s)
@@ -180,15 +181,19 @@ func (s *Settings) Validate() error {
 		errs = append(errs, err)
 	}
 	for _, p := range s.Projectors {
-		if p != "docview" && p != "indexer" && p != "analytics" {
-			errs = append(errs, fmt.Errorf("unknown projector %q: the projectors are docview, indexer, analytics", p))
+		spec, err := catalog.Lookup(p)
+		if err != nil {
+			errs = append(errs, err)
+		} else if spec.ClickHouse && s.ClickHouseURL == "" {
+			errs = append(errs, fmt.Errorf("the %s projector needs --clickhouse-url", p))
 		}
 	}
-	if s.ClickHouseURL != "" && !slices.Contains(s.Projectors, "analytics") {
-		s.Projectors = append(s.Projectors, "analytics")
-	}
-	if slices.Contains(s.Projectors, "analytics") && s.ClickHouseURL == "" {
-		errs = append(errs, errors.New("the analytics projector needs --clickhouse-url"))
+	if s.ClickHouseURL != "" {
+		for _, spec := range catalog.All() {
+			if spec.ClickHouse && !slices.Contains(s.Projectors, spec.Name) {
+				s.Projectors = append(s.Projectors, spec.Name)
+			}
+		}
 	}
 	if err := s.Wait.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/catalog"
 )
 
 // startSettings are where the projectors start on a write-ready partition
@@ -22,7 +23,7 @@ func bindStartFlags(fs *pflag.FlagSet, s *Settings) {
 
 // projectorStart is the start of the named projector.
 func (s *Settings) projectorStart(name string) projectors.StartPosition {
-	if name == "analytics" {
+	if spec, err := catalog.Lookup(name); err == nil && spec.ChoosesStart {
 		return s.AnalyticsStart
 	}
 	return projectors.StartPosition{}

@@ -64,7 +64,10 @@ type Projector struct {
 	now    func() time.Time
 }
 
-var _ projectors.GenerationTables = (*Projector)(nil)
+var (
+	_ projectors.GenerationTables = (*Projector)(nil)
+	_ projectors.RunnerConfigurer = (*Projector)(nil)
+)
 
 // New validates cfg, connects to ClickHouse and creates the schema if it is
 // missing. logger may be nil.
