@@ -13,7 +13,7 @@ import (
 )
 
 func newMigrateCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "migrate", Short: "Schema migrations of the operation log"}
+	cmd := &cobra.Command{Use: "migrate", Short: "Schema migrations of the log and every Postgres projector"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "up",
 		Short: "Apply pending migrations (safe to run from many processes at once)",

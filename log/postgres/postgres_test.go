@@ -4,10 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,97 +103,6 @@ func holdTransaction(t *testing.T, s oplog.Store, op oplog.Operation) func() {
 	commit := func() { once.Do(func() { require.NoError(t, tx.Commit(ctx)) }) }
 	t.Cleanup(commit)
 	return commit
-}
-
-func TestMigrateTwice(t *testing.T) {
-	t.Parallel()
-	pool := newPool(t, false)
-	ctx := context.Background()
-	first, err := postgres.Migrate(ctx, pool)
-	require.NoError(t, err)
-	all, err := postgres.Migrations()
-	require.NoError(t, err)
-	require.Len(t, first, len(all))
-	second, err := postgres.Migrate(ctx, pool)
-	require.NoError(t, err)
-	require.Empty(t, second, "a second run applies nothing")
-	requireSingleVersion(t, pool, all)
-}
-
-// envMigrateHelper makes the test binary, re-run as a child process, migrate
-// the schema at that URL and print how many migrations it applied.
-const envMigrateHelper = "DOCLOG_TEST_MIGRATE_URL"
-
-func TestMigrateHelperProcess(t *testing.T) {
-	url := os.Getenv(envMigrateHelper)
-	if url == "" {
-		return // only meaningful as the child of TestMigrateConcurrently
-	}
-	pool, err := pgxpool.New(context.Background(), url)
-	require.NoError(t, err)
-	defer pool.Close()
-	applied, err := postgres.Migrate(context.Background(), pool)
-	require.NoError(t, err)
-	fmt.Printf("applied=%d\n", len(applied))
-}
-
-func TestMigrateConcurrently(t *testing.T) {
-	t.Parallel()
-	url := testenv.PostgresSchema(t)
-	all, err := postgres.Migrations()
-	require.NoError(t, err)
-	// Real processes: the test binary re-run as children.
-	const procs = 4
-	outs := make([][]byte, procs)
-	errs := make([]error, procs)
-	var wg sync.WaitGroup
-	for i := range procs {
-		wg.Go(func() {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestMigrateHelperProcess$", "-test.count=1")
-			cmd.Env = append(os.Environ(), envMigrateHelper+"="+url)
-			outs[i], errs[i] = cmd.CombinedOutput()
-		})
-	}
-	wg.Wait()
-	total := 0
-	for i := range procs {
-		require.NoError(t, errs[i], "child %d: %s", i, outs[i])
-		m := regexp.MustCompile(`applied=(\d+)`).FindSubmatch(outs[i])
-		require.NotNil(t, m, "child %d printed no count: %s", i, outs[i])
-		n, err := strconv.Atoi(string(m[1]))
-		require.NoError(t, err)
-		total += n
-	}
-	require.Equal(t, len(all), total, "each migration is applied by exactly one process")
-
-	pool, err := pgxpool.New(context.Background(), url)
-	require.NoError(t, err)
-	defer pool.Close()
-	requireSingleVersion(t, pool, all)
-}
-
-func requireSingleVersion(t *testing.T, pool *pgxpool.Pool, all []postgres.Migration) {
-	t.Helper()
-	statuses, err := postgres.MigrationStatuses(context.Background(), pool)
-	require.NoError(t, err)
-	require.Len(t, statuses, len(all))
-	for _, st := range statuses {
-		require.True(t, st.Applied(), "migration %d applied", st.Version)
-	}
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM doclog_migrations`).Scan(&n))
-	require.Equal(t, len(all), n, "one row per migration")
-}
-
-func TestMigrationStatusBeforeMigrate(t *testing.T) {
-	t.Parallel()
-	pool := newPool(t, false)
-	statuses, err := postgres.MigrationStatuses(context.Background(), pool)
-	require.NoError(t, err)
-	require.NotEmpty(t, statuses)
-	for _, st := range statuses {
-		require.False(t, st.Applied())
-	}
 }
 
 func TestDeleteJobResultsBefore(t *testing.T) {

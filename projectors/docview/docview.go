@@ -18,6 +18,7 @@ import (
 
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/pgmigrate"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/pgproj"
 )
@@ -29,9 +30,9 @@ const Name = "docview"
 var migrationFS embed.FS
 
 // Migrations is the document view's migration set; apply it with
-// pgproj.Migrate.
-func Migrations() pgproj.MigrationSet {
-	return pgproj.MigrationSet{Component: Name, FS: migrationFS, Dir: "migrations"}
+// pgmigrate.Migrate.
+func Migrations() pgmigrate.Set {
+	return pgmigrate.Set{Component: Name, FS: migrationFS, Dir: "migrations"}
 }
 
 // Projector writes the document view. It follows every scope.

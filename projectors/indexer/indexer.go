@@ -18,6 +18,7 @@ import (
 
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/pgmigrate"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/pgproj"
 )
@@ -28,9 +29,9 @@ const Name = "indexer"
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// Migrations is the indexer's migration set; apply it with pgproj.Migrate.
-func Migrations() pgproj.MigrationSet {
-	return pgproj.MigrationSet{Component: Name, FS: migrationFS, Dir: "migrations"}
+// Migrations is the indexer's migration set; apply it with pgmigrate.Migrate.
+func Migrations() pgmigrate.Set {
+	return pgmigrate.Set{Component: Name, FS: migrationFS, Dir: "migrations"}
 }
 
 // Projector writes the relationship index.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/pgmigrate"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/pgproj"
 )
@@ -24,7 +25,7 @@ func TestSwitchWaitsForClaims(t *testing.T) {
 	pool := newPool(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
 	require.NoError(t, err)
 	s := pgproj.New(pool)
 	_, err = s.Assign(ctx, "live", 0)

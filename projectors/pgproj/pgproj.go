@@ -1,7 +1,7 @@
 // Package pgproj is the Postgres implementation of the projector runner's
 // database seam (projectors.Store and projectors.Tx): fenced checkpoints,
-// verified stream heads and quarantines, plus the migrator every projector
-// uses for its own numbered SQL files. Projector stores get the connection
+// verified stream heads and quarantines, and the runner's migration
+// set (RunnerMigrations). Projector stores get the connection
 // of a batch's transaction with Conn, so only Postgres store code imports
 // pgx. A batch transaction costs three round trips, however many partitions
 // it covers: BEGIN with the fence check, the stream locks with the reads of
@@ -26,7 +26,7 @@ import (
 )
 
 // Store is projectors.Store over a pgx pool. The schema must be migrated
-// with Migrate(ctx, pool, RunnerMigrations()).
+// with pgmigrate.Migrate(ctx, pool, RunnerMigrations()).
 type Store struct {
 	pool *pgxpool.Pool
 }

@@ -3,7 +3,6 @@ package pgproj_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/pgmigrate"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/pgproj"
 )
@@ -26,37 +26,11 @@ func newPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-func TestMigrateConcurrentlyAndTwice(t *testing.T) {
-	t.Parallel()
-	pool := newPool(t)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	applied := make([][]int, 4)
-	errs := make([]error, 4)
-	for i := range applied {
-		wg.Go(func() { applied[i], errs[i] = pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations()) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
-	all, err := pgproj.RunnerMigrations().Migrations()
-	require.NoError(t, err)
-	total := 0
-	for _, a := range applied {
-		total += len(a)
-	}
-	require.Equal(t, len(all), total, "each migration is applied exactly once")
-	again, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
-	require.NoError(t, err)
-	require.Empty(t, again)
-}
-
 func TestFenceAndHeads(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t)
 	ctx := context.Background()
-	_, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
 	require.NoError(t, err)
 	s := pgproj.New(pool)
 
@@ -125,7 +99,7 @@ func TestFenceSeveralPartitions(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t)
 	ctx := t.Context()
-	_, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
 	require.NoError(t, err)
 	s := pgproj.New(pool)
 	for _, p := range []int32{0, 1, 2} {
@@ -190,7 +164,7 @@ func TestQueuedWritesGoWithTheCommit(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t)
 	ctx := t.Context()
-	_, err := pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `CREATE TABLE queued (n int PRIMARY KEY, v text NOT NULL)`)
 	require.NoError(t, err)
@@ -262,7 +236,7 @@ func TestBatchPlansAvoidSequentialScans(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = pgproj.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	_, err = pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
 	require.NoError(t, err)
 	store := pgproj.New(pool)
 	_, err = store.Assign(ctx, "p", 0)

@@ -28,6 +28,7 @@ import (
 	"github.com/doclog/doclog/model/builtin"
 	"github.com/doclog/doclog/model/drive"
 	"github.com/doclog/doclog/model/jsondoc"
+	"github.com/doclog/doclog/pgmigrate"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/pgproj"
 	"github.com/doclog/doclog/record"
@@ -47,7 +48,7 @@ type Env struct {
 
 // New migrates a fresh schema (log and runner; a projector's own set with
 // migrate) and creates the test's topics (4 write-ready partitions).
-func New(t testing.TB, sets ...pgproj.MigrationSet) *Env {
+func New(t testing.TB, sets ...pgmigrate.Set) *Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -57,12 +58,8 @@ func New(t testing.TB, sets ...pgproj.MigrationSet) *Env {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = postgres.Migrate(ctx, pool)
+	_, err = pgmigrate.Migrate(ctx, pool, append([]pgmigrate.Set{postgres.Migrations(), pgproj.RunnerMigrations()}, sets...)...)
 	require.NoError(t, err)
-	for _, s := range append([]pgproj.MigrationSet{pgproj.RunnerMigrations()}, sets...) {
-		_, err := pgproj.Migrate(ctx, pool, s)
-		require.NoError(t, err)
-	}
 	reg, err := builtin.NewRegistry()
 	require.NoError(t, err)
 	k := testenv.Kafka(t)
