@@ -1,11 +1,11 @@
 // Package pgread is the Postgres implementation of readstore.Store: it
-// queries the document view (projectors/docview) and the relationship
-// index (projectors/indexer) tables, and reads how far each projection has
-// applied a stream — its rows' last index and the runner's quarantines — in
-// one statement per batch of streams, which is what the read store's shared
-// consistency-token poller runs each tick. Documents by id and slug go
-// through docview's own query API so the two never disagree on what a
-// document is.
+// serves documents through the document view's query API
+// (projectors/docview) and finds and links through the relationship
+// index's (projectors/indexer), so each projection owns the SQL over its
+// tables, and reads how far each projection has applied a stream — its
+// rows' last index and the runner's quarantines — in one statement per
+// batch of streams, which is what the read store's shared consistency-token
+// poller runs each tick.
 package pgread
 
 import (
@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/doclog/doclog/internal/pgtx"
@@ -27,15 +26,17 @@ import (
 // Store is readstore.Store over a pgx pool holding the projections' schema
 // (pgproj, docview and indexer migrations).
 type Store struct {
-	pool *pgxpool.Pool
-	view *docview.View
+	pool  *pgxpool.Pool
+	view  *docview.View
+	index *indexer.Index
 }
 
 var _ readstore.Store = (*Store)(nil)
 
 // New returns a Store over pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, view: docview.NewView(pool, pgproj.New(pool))}
+	ps := pgproj.New(pool)
+	return &Store{pool: pool, view: docview.NewView(pool, ps), index: indexer.NewIndex(pool, ps)}
 }
 
 // Ping implements readstore.Store.
@@ -80,84 +81,22 @@ func convert(d *docview.Document, err error) (*readstore.Document, error) {
 	return out, nil
 }
 
-const indexedColumns = `d.document_type, d.created_at_utc_ms, d.is_deleted, d.deleted_at_utc_ms, d.last_index`
-
-func scanIndexed(row pgx.Row, d *readstore.IndexedDocument) error {
-	var (
-		docType          *string
-		created, deleted *int64
-		last             *int64
-		isDeleted        *bool
-	)
-	if err := row.Scan(&d.ID, &docType, &created, &isDeleted, &deleted, &last); err != nil {
-		return err
-	}
-	d.LastIndex = -1
-	if docType != nil {
-		d.DocumentType = *docType
-	}
-	if created != nil {
-		d.CreatedAtUtcMs = *created
-	}
-	if isDeleted != nil {
-		d.IsDeleted = *isDeleted
-	}
-	if deleted != nil {
-		d.DeletedAtUtcMs = *deleted
-	}
-	if last != nil {
-		d.LastIndex = *last
-	}
-	return nil
+func indexed(d indexer.Document) readstore.IndexedDocument {
+	return readstore.IndexedDocument{ID: d.ID, DocumentType: d.DocumentType, CreatedAtUtcMs: d.CreatedAtUtcMs,
+		IsDeleted: d.IsDeleted, DeletedAtUtcMs: d.DeletedAtUtcMs, LastIndex: d.LastIndex}
 }
 
-// FindDocuments implements readstore.Store. With a parent it pages the
-// parent's "child" links (a child the index has not seen created is listed
-// without a type, unless a type is asked for); without, the documents
-// table. Both are ordered by id in code-point order (the columns are
-// COLLATE "C"), so a cursor is stable.
+// FindDocuments implements readstore.Store through the index's own query.
 func (s *Store) FindDocuments(ctx context.Context, q readstore.FindQuery) (_ []readstore.IndexedDocument, err error) {
 	defer markUnavailable(&err)
-	var rows pgx.Rows
-	// Each filter is its own statement rather than a "$n = '' OR …"
-	// condition, so a cached generic plan still uses the matching index
-	// (documents_by_type for a type, the primary keys otherwise).
-	if q.Parent != "" {
-		sql := `SELECT r.target_id, ` + indexedColumns + `
-FROM document_relationships r
-LEFT JOIN documents d ON d.document_id = r.target_id AND d.branch = r.branch
-WHERE r.source_id = $1 AND r.branch = $2 AND r.type = 'child' AND r.target_id > $3 AND ($4 OR d.is_deleted IS NOT TRUE)`
-		args := []any{q.Parent, q.Branch, q.After, q.IncludeDeleted, q.Limit + 1}
-		if q.Type != "" {
-			sql += ` AND d.document_type = $6`
-			args = append(args, q.Type)
-		}
-		rows, err = s.pool.Query(ctx, sql+` ORDER BY r.target_id LIMIT $5`, args...)
-	} else {
-		sql := `SELECT d.document_id, ` + indexedColumns + `
-FROM documents d
-WHERE d.branch = $1 AND d.document_id > $2 AND ($3 OR NOT d.is_deleted)`
-		args := []any{q.Branch, q.After, q.IncludeDeleted, q.Limit + 1}
-		if q.Type != "" {
-			sql += ` AND d.document_type = $5`
-			args = append(args, q.Type)
-		}
-		rows, err = s.pool.Query(ctx, sql+` ORDER BY d.document_id LIMIT $4`, args...)
-	}
+	docs, err := s.index.Find(ctx, indexer.FindQuery{Branch: q.Branch, Type: q.Type, Parent: q.Parent,
+		IncludeDeleted: q.IncludeDeleted, After: q.After, Limit: q.Limit})
 	if err != nil {
-		return nil, fmt.Errorf("find documents: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	var out []readstore.IndexedDocument
-	for rows.Next() {
-		var d readstore.IndexedDocument
-		if err := scanIndexed(rows, &d); err != nil {
-			return nil, fmt.Errorf("find documents: %w", err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("find documents: %w", err)
+	out := make([]readstore.IndexedDocument, len(docs))
+	for i, d := range docs {
+		out[i] = indexed(d)
 	}
 	return out, nil
 }
@@ -165,63 +104,32 @@ WHERE d.branch = $1 AND d.document_id > $2 AND ($3 OR NOT d.is_deleted)`
 // IndexedDocument implements readstore.Store.
 func (s *Store) IndexedDocument(ctx context.Context, id, branch string) (_ readstore.IndexedDocument, err error) {
 	defer markUnavailable(&err)
-	var d readstore.IndexedDocument
-	err = scanIndexed(s.pool.QueryRow(ctx, `SELECT d.document_id, `+indexedColumns+`
-FROM documents d WHERE d.document_id = $1 AND d.branch = $2`, id, branch), &d)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, &readstore.NotFoundError{Source: readstore.SourceIndexer, DocumentID: id, Branch: branch}
-	}
+	d, ok, err := s.index.Get(ctx, id, branch)
 	if err != nil {
-		return d, fmt.Errorf("read indexed document %s: %w", id, err)
+		return readstore.IndexedDocument{}, err
 	}
-	return d, nil
+	if !ok {
+		return readstore.IndexedDocument{}, &readstore.NotFoundError{Source: readstore.SourceIndexer, DocumentID: id, Branch: branch}
+	}
+	return indexed(d), nil
 }
 
-// Relationships implements readstore.Store.
+// Relationships implements readstore.Store through the index's own query.
 func (s *Store) Relationships(ctx context.Context, q readstore.RelationshipQuery) (_ []readstore.Relationship, err error) {
 	defer markUnavailable(&err)
-	after := q.After
-	if after == nil {
-		// The empty key sorts before every row.
-		after = &readstore.Relationship{}
+	lq := indexer.LinkQuery{DocumentID: q.DocumentID, Branch: q.Branch, Direction: indexer.Direction(q.Direction), Type: q.Type, Limit: q.Limit}
+	if q.After != nil {
+		lq.After = &indexer.Relationship{SourceID: q.After.SourceID, Type: q.After.Type, TargetID: q.After.TargetID}
 	}
-	// One statement per direction (and type filter), so the plan uses the
-	// primary key for outgoing links and the incoming index for incoming.
-	side := `source_id = $1`
-	switch q.Direction {
-	case readstore.DirectionIn:
-		side = `target_id = $1`
-	case readstore.DirectionBoth:
-		side = `(source_id = $1 OR target_id = $1)`
-	}
-	sql := `SELECT source_id, type, target_id, metadata::text, since_index FROM document_relationships
-WHERE ` + side + ` AND branch = $2 AND (source_id, type, target_id) > ($3, $4, $5)`
-	args := []any{q.DocumentID, q.Branch, after.SourceID, after.Type, after.TargetID, q.Limit + 1}
-	if q.Type != "" {
-		sql += ` AND type = $7`
-		args = append(args, q.Type)
-	}
-	rows, err := s.pool.Query(ctx, sql+` ORDER BY source_id, type, target_id LIMIT $6`, args...)
+	links, err := s.index.Links(ctx, lq)
 	if err != nil {
-		return nil, fmt.Errorf("read relationships of %s: %w", q.DocumentID, err)
+		return nil, err
 	}
-	defer rows.Close()
-	var rels []readstore.Relationship
-	for rows.Next() {
-		var r readstore.Relationship
-		var meta *string
-		if err := rows.Scan(&r.SourceID, &r.Type, &r.TargetID, &meta, &r.SinceIndex); err != nil {
-			return nil, fmt.Errorf("read relationships of %s: %w", q.DocumentID, err)
-		}
-		if meta != nil {
-			r.Metadata = []byte(*meta)
-		}
-		rels = append(rels, r)
+	out := make([]readstore.Relationship, len(links))
+	for i, l := range links {
+		out[i] = readstore.Relationship{SourceID: l.SourceID, Type: l.Type, TargetID: l.TargetID, Metadata: l.Metadata, SinceIndex: l.SinceIndex}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read relationships of %s: %w", q.DocumentID, err)
-	}
-	return rels, nil
+	return out, nil
 }
 
 // Progress implements readstore.Store: the projection's last applied index
