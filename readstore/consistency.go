@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/internal/coalesce"
 	oplog "github.com/doclog/doclog/log"
 )
 
@@ -145,11 +146,10 @@ func streamsOf(coords []oplog.Coordinate) []oplog.StreamKey {
 
 // waiter serves every consistency-token wait of a handler. A request first
 // checks its token with one lookup of its own (most tokens are reached by
-// the time a client reads); only a token still behind registers here, and
-// one goroutine then looks up every waited-for stream of each source in one
-// query per tick (several when more than batch streams wait) and wakes the
-// requests whose tokens are reached or quarantined. The goroutine runs only
-// while someone waits.
+// the time a client reads); only a token still behind waits here, on the
+// coalescing poller of its source, which looks up every waited-for stream
+// of the source in one query per tick (several when more than batch streams
+// wait) and wakes the requests whose tokens are reached or quarantined.
 type waiter struct {
 	progress progressFunc
 	interval time.Duration
@@ -158,26 +158,39 @@ type waiter struct {
 	m        *metrics
 
 	mu      sync.Mutex
-	waits   map[*waitReq]struct{}
-	running bool
+	pollers map[Source]*coalesce.Poller[oplog.StreamKey, StreamProgress]
 	closed  bool
-	lastErr error
-	stop    chan struct{}
-	done    chan struct{}
-}
-
-type waitReq struct {
-	source Source
-	coords []oplog.Coordinate
-	ch     chan error // buffered: nil when reached, else why not
-	behind []Behind   // as of the last lookup; guarded by waiter.mu
 }
 
 func newWaiter(progress progressFunc, interval time.Duration, batch int, logger *zap.Logger, m *metrics) *waiter {
 	return &waiter{
 		progress: progress, interval: interval, batch: batch, logger: logger, m: m,
-		waits: map[*waitReq]struct{}{}, stop: make(chan struct{}),
+		pollers: map[Source]*coalesce.Poller[oplog.StreamKey, StreamProgress]{},
 	}
+}
+
+// poller returns the source's poller, nil once the waiter is closed.
+func (w *waiter) poller(source Source) *coalesce.Poller[oplog.StreamKey, StreamProgress] {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	p := w.pollers[source]
+	if p == nil {
+		lookup := func(ctx context.Context, streams []oplog.StreamKey) (map[oplog.StreamKey]StreamProgress, error) {
+			w.m.lookups.WithLabelValues(string(source)).Inc()
+			prog, err := w.progress(ctx, source, streams)
+			if err != nil {
+				w.logger.Warn("look up the progress of waited-for streams", zap.String("source", string(source)), zap.Error(err))
+			}
+			return prog, err
+		}
+		// The first lookup waits a tick: the request has just looked.
+		p = coalesce.New(lookup, coalesce.Config{Interval: w.interval, Batch: w.batch})
+		w.pollers[source] = p
+	}
+	return p
 }
 
 // await returns nil once source has applied every coordinate of the token
@@ -228,150 +241,49 @@ func (w *waiter) awaitToken(ctx context.Context, source Source, token oplog.Cons
 	if wait <= 0 {
 		return false, &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: behind}
 	}
-
-	req := &waitReq{source: source, coords: coords, ch: make(chan error, 1), behind: behind}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	p := w.poller(source)
+	if p == nil {
 		return false, closingError{}
 	}
-	w.waits[req] = struct{}{}
-	if !w.running {
-		w.running = true
-		w.done = make(chan struct{})
-		go w.loop(w.done)
-	}
-	w.mu.Unlock()
 	w.m.waiting.Inc()
 	defer w.m.waiting.Dec()
 
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	var why error
-	select {
-	case err := <-req.ch:
-		return true, err
-	case <-timer.C:
-	case <-ctx.Done():
-		why = ctx.Err()
-	case <-w.stop:
-		why = closingError{}
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.waits, req)
-	select {
-	case err := <-req.ch: // settled while we were giving up
-		return true, err
-	default:
-	}
-	if why != nil {
-		return true, why
-	}
-	return true, &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: req.behind, LastErr: w.lastErr}
-}
-
-func (w *waiter) loop(done chan struct{}) {
-	defer close(done)
-	timer := time.NewTimer(w.interval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-timer.C:
-		}
-		w.mu.Lock()
-		if len(w.waits) == 0 {
-			w.running = false
-			w.mu.Unlock()
-			return
-		}
-		bySource := map[Source]map[oplog.StreamKey]struct{}{}
-		for req := range w.waits {
-			set := bySource[req.source]
-			if set == nil {
-				set = map[oplog.StreamKey]struct{}{}
-				bySource[req.source] = set
-			}
-			for _, c := range req.coords {
-				set[c.Stream()] = struct{}{}
-			}
-		}
-		w.mu.Unlock()
-
-		for source, set := range bySource {
-			streams := make([]oplog.StreamKey, 0, len(set))
-			for k := range set {
-				streams = append(streams, k)
-			}
-			prog := map[oplog.StreamKey]StreamProgress{}
-			var err error
-			for start := 0; start < len(streams) && err == nil; start += w.batch {
-				var part map[oplog.StreamKey]StreamProgress
-				part, err = w.lookup(source, streams[start:min(start+w.batch, len(streams))])
-				for k, p := range part {
-					prog[k] = p
-				}
-			}
-			w.settle(source, prog, err)
-		}
-		timer.Reset(w.interval)
-	}
-}
-
-func (w *waiter) lookup(source Source, streams []oplog.StreamKey) (map[oplog.StreamKey]StreamProgress, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), max(10*w.interval, 5*time.Second))
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	go func() {
-		// Closing cancels a lookup in flight so Stop never waits for a
-		// slow database.
-		select {
-		case <-w.stop:
-			cancel()
-		case <-ctx.Done():
+	var settled, lastErr error
+	werr := p.Wait(wctx, streamsOf(coords), func(prog map[oplog.StreamKey]StreamProgress, err error) bool {
+		lastErr = err
+		if err != nil {
+			return false
 		}
-	}()
-	w.m.lookups.WithLabelValues(string(source)).Inc()
-	return w.progress(ctx, source, streams)
+		b, qerr := evaluate(source, coords, prog)
+		if qerr == nil && len(b) > 0 {
+			behind = b
+			return false
+		}
+		settled = qerr
+		return true
+	})
+	switch {
+	case werr == nil:
+		return true, settled
+	case errors.Is(werr, coalesce.ErrClosed):
+		return true, closingError{}
+	case ctx.Err() != nil:
+		return true, ctx.Err()
+	}
+	return true, &ConsistencyTimeoutError{Source: source, Wait: wait, Behind: behind, LastErr: lastErr}
 }
 
-// settle wakes the waits of source that one lookup decided.
-func (w *waiter) settle(source Source, prog map[oplog.StreamKey]StreamProgress, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lastErr = err
-	if err != nil {
-		w.logger.Warn("look up the progress of waited-for streams", zap.String("source", string(source)), zap.Error(err))
-		return
-	}
-	for req := range w.waits {
-		if req.source != source {
-			continue
-		}
-		behind, qerr := evaluate(source, req.coords, prog)
-		if qerr == nil && len(behind) > 0 {
-			req.behind = behind
-			continue
-		}
-		req.ch <- qerr // buffered, settled once: the request leaves the set now
-		delete(w.waits, req)
-	}
-}
-
-// close wakes every waiter and stops the loop, waiting for it to exit.
+// close wakes every waiter and stops the pollers, waiting for them to exit.
 func (w *waiter) close() {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return
-	}
 	w.closed = true
-	close(w.stop)
-	running, done := w.running, w.done
+	pollers := w.pollers
+	w.pollers = nil
 	w.mu.Unlock()
-	if running {
-		<-done
+	for _, p := range pollers {
+		p.Close()
 	}
 }
 

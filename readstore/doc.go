@@ -8,9 +8,10 @@
 // Every read accepts a consistency token — the coordinates a job wrote — and
 // waits, bounded, until the source that serves the read has applied every
 // coordinate, so a client reads its own writes across services. The waits
-// of all requests share one poller per Handler: each tick looks up every
-// waited-for stream of a projection in one query, so the database load does
-// not grow with the number of waiting clients.
+// of all requests share one poller per source per Handler
+// (internal/coalesce): each tick looks up every waited-for stream of a
+// projection in one query, so the database load does not grow with the
+// number of waiting clients.
 //
 // The projections are reached through Store, whose Postgres implementation
 // is readstore/pgread; the log through Log (*log/postgres.Store satisfies
