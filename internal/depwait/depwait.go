@@ -8,10 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/internal/backoff"
 )
 
 // Defaults of Config.
@@ -99,19 +100,7 @@ func (c Config) Validate() error {
 // before jitter: InitialBackoff × Multiplier^(failures-1), capped at
 // MaxBackoff.
 func (c Config) Backoff(failures int) time.Duration {
-	d := float64(c.InitialBackoff)
-	for i := 1; i < failures && d < float64(c.MaxBackoff); i++ {
-		d *= c.Multiplier
-	}
-	return min(time.Duration(d), c.MaxBackoff)
-}
-
-// jittered spreads d by up to ±Jitter, r being uniform in [0, 1).
-func (c Config) jittered(d time.Duration, r float64) time.Duration {
-	if c.Jitter <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (1 + c.Jitter*(2*r-1)))
+	return backoff.Capped(c.InitialBackoff, c.MaxBackoff, c.Multiplier, failures)
 }
 
 // Dependency is one service a role needs before it can start its work.
@@ -169,7 +158,7 @@ func Wait(ctx context.Context, cfg Config, dep Dependency, logger *zap.Logger) e
 		if dep.Waiting != nil {
 			dep.Waiting(fmt.Errorf("waiting for %s: %s", dep.Name, reason))
 		}
-		pause := cfg.jittered(cfg.Backoff(failures), rand.Float64())
+		pause := backoff.Spread(cfg.Backoff(failures), cfg.Jitter)
 		if logged.IsZero() || time.Since(logged) >= cfg.LogInterval {
 			logged = time.Now()
 			log.Warn("waiting for dependency", zap.String("reason", reason), zap.Int("attempts", failures),
