@@ -2,9 +2,10 @@
 // stream: the scope's state, the index and hash of its last operation; on the
 // document scope's row the header, name, slug, creation and deletion) and
 // slug_mappings (a deleted document's slug is never resurrected, a live
-// document's slug is never taken by another). Its query API serves the read
-// store: documents by id or slug, the applied index per stream, quarantine
-// status, and Reached, from which a job's READ_READY status is derived.
+// document's slug is never taken by another). Its query API (View) serves
+// documents by id or slug to the read store (readstore/pgread) and the admin
+// CLI, the applied index per stream to the bench, and Reached, whether the
+// view has applied a consistency token.
 //
 // The projection is a Postgres store; it writes in the runner's batch
 // transaction (projectors/pgproj) so its rows, the verified stream heads and
