@@ -1,0 +1,181 @@
+package reduce
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/record"
+)
+
+// Error names the executor gives the failures it decides itself. Like the
+// model's and the log's names they survive process and topic boundaries
+// (ErrorInfo.Name), and FailureType classifies a dead letter by them.
+const (
+	NameRetriesExhausted        = "RetriesExhausted"
+	NameConflictBudgetExhausted = "ConflictBudgetExhausted"
+	NameJobTimeout              = "JobTimeout"
+	NameDependencyFailed        = "DependencyFailed"
+	NameDocumentTypeMismatch    = "DocumentTypeMismatch"
+	// NameCancelled names the FAILED result an operator writes for a job
+	// not yet applied (doclogctl jobs cancel). The executor never writes
+	// it: it finds the result when it reaches the job and announces it.
+	NameCancelled = "Cancelled"
+	// NamePanic is the name of the cause of a ReducerError whose reducer
+	// panicked: the model names both ReducerError, and the cause tells them
+	// apart after they crossed a boundary.
+	NamePanic = "Panic"
+	// NameError names an error that carries no name of its own.
+	NameError = "Error"
+)
+
+// RetriesExhaustedError fails a job whose transient errors outlasted its
+// retries.
+type RetriesExhaustedError struct {
+	Attempts int
+	Last     error
+}
+
+func (e *RetriesExhaustedError) Error() string {
+	return fmt.Sprintf("gave up after %d attempts: %v", e.Attempts, e.Last)
+}
+
+func (e *RetriesExhaustedError) Unwrap() error { return e.Last }
+
+// ConflictBudgetExhaustedError fails a job that lost the race for its
+// streams more often than the conflict budget allows.
+type ConflictBudgetExhaustedError struct {
+	Conflicts int
+	Last      error
+}
+
+func (e *ConflictBudgetExhaustedError) Error() string {
+	return fmt.Sprintf("lost %d conflicts with concurrent writers: %v", e.Conflicts, e.Last)
+}
+
+func (e *ConflictBudgetExhaustedError) Unwrap() error { return e.Last }
+
+// JobTimeoutError fails a job that waited longer than the job timeout.
+type JobTimeoutError struct {
+	Waited time.Duration
+	// Reason is what the job was waiting for.
+	Reason string
+}
+
+func (e *JobTimeoutError) Error() string {
+	return fmt.Sprintf("job did not complete within %s: %s", e.Waited.Round(time.Millisecond), e.Reason)
+}
+
+// DependencyFailedError fails a job whose queueHint names a failed job.
+type DependencyFailedError struct {
+	Dependency string
+}
+
+func (e *DependencyFailedError) Error() string {
+	return fmt.Sprintf("dependency %s failed", e.Dependency)
+}
+
+// DocumentTypeMismatchError fails a job whose documentType is not the type
+// the document was created with.
+type DocumentTypeMismatchError struct {
+	DocumentID string
+	JobType    string
+	StoredType string
+}
+
+func (e *DocumentTypeMismatchError) Error() string {
+	return fmt.Sprintf("document %s is a %s, not a %s", e.DocumentID, e.StoredType, e.JobType)
+}
+
+// ErrorInfo flattens err for storage and transport. The name is the model's
+// or the log's stable name when it has one; a recovered panic gets a cause
+// named Panic.
+func ErrorInfo(err error) oplog.ErrorInfo {
+	info := oplog.ErrorInfo{Name: errorName(err), Message: err.Error()}
+	var re *model.ReducerError
+	if errors.As(err, &re) {
+		if re.Panic {
+			info.Cause = &oplog.ErrorInfo{Name: NamePanic, Message: fmt.Sprint(re.Err)}
+		} else if re.Err != nil {
+			c := oplog.ErrorInfo{Name: errorName(re.Err), Message: re.Err.Error()}
+			info.Cause = &c
+		}
+		return info
+	}
+	if u := errors.Unwrap(err); u != nil {
+		if n := errorName(u); n != NameError && n != info.Name {
+			c := ErrorInfo(u)
+			info.Cause = &c
+		}
+	}
+	return info
+}
+
+func errorName(err error) string {
+	var (
+		re  *RetriesExhaustedError
+		cb  *ConflictBudgetExhaustedError
+		to  *JobTimeoutError
+		df  *DependencyFailedError
+		dtm *DocumentTypeMismatchError
+		de  *record.DecodeError
+	)
+	switch {
+	case errors.As(err, &re):
+		return NameRetriesExhausted
+	case errors.As(err, &cb):
+		return NameConflictBudgetExhausted
+	case errors.As(err, &to):
+		return NameJobTimeout
+	case errors.As(err, &df):
+		return NameDependencyFailed
+	case errors.As(err, &dtm):
+		return NameDocumentTypeMismatch
+	case errors.As(err, &de):
+		return record.ErrorName
+	}
+	if n := model.ErrorName(err); n != "" {
+		return n
+	}
+	return NameError
+}
+
+// FailureType classifies a failed job's dead letter by the name of its
+// error, so a failure read back from the log classifies as it did when it
+// happened (seed 001, classifyJobFailure).
+func FailureType(info oplog.ErrorInfo) record.ErrorType {
+	switch info.Name {
+	case model.NameInvalidInput, model.NameUnknownActionType, model.NameDowngradeNotSupported, NameDocumentTypeMismatch:
+		return record.ErrInvalidAction
+	case model.NameModelNotFound:
+		return record.ErrUnknownDocumentType
+	case model.NameDocumentNotFound:
+		return record.ErrDocumentNotFound
+	case model.NameDocumentExists:
+		return record.ErrDocumentExists
+	case model.NameDocumentDeleted:
+		return record.ErrDocumentDeleted
+	case model.NameReducerError:
+		if info.Cause != nil && info.Cause.Name == NamePanic {
+			return record.ErrReducerPanic
+		}
+		return record.ErrReducer
+	case model.NameBusinessRuleViolation, model.NameMissingUpgradeTransition:
+		return record.ErrReducer
+	case NameDependencyFailed:
+		return record.ErrDependencyFailed
+	case NameJobTimeout:
+		return record.ErrTimeout
+	case NameConflictBudgetExhausted:
+		return record.ErrConflictBudgetExhausted
+	case NameRetriesExhausted:
+		return record.ErrRetriesExhausted
+	case NameCancelled:
+		return record.ErrCancelled
+	case record.ErrorName:
+		return record.ErrDecode
+	}
+	return record.ErrUnclassified
+}

@@ -1,0 +1,88 @@
+package reduce
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/record"
+)
+
+// Stored returns a committed job's operations as its append stored them.
+// A fresh append stored the operations reduce built: they are returned
+// with what only the log assigns (ordinal, transaction id, write time)
+// taken from its rows. A replay wrote nothing, and the job's operations
+// are the rows stored before, which res holds; they are the log's, and
+// may differ from what this reduce built from heads that were stale.
+func Stored(built []oplog.Operation, res *oplog.AppendResult) []oplog.Operation {
+	if res.Replayed {
+		return res.Operations
+	}
+	rows := make(map[string]*oplog.Operation, len(res.Operations))
+	for i := range res.Operations {
+		rows[res.Operations[i].OpID] = &res.Operations[i]
+	}
+	out := slices.Clone(built)
+	for i := range out {
+		if row := rows[out[i].OpID]; row != nil {
+			out[i].Ordinal, out[i].TxID, out[i].WrittenAt = row.Ordinal, row.TxID, row.WrittenAt
+		}
+	}
+	return out
+}
+
+// WriteReady builds the write-ready record of a committed job from its
+// result and its operations (ops may hold other jobs' too: only the job's
+// are announced). now stamps the record of a result without a write time.
+func WriteReady(job *record.Job, jr oplog.JobResult, all []oplog.Operation, now time.Time) (*record.WriteReady, error) {
+	var ops []oplog.Operation
+	for _, op := range all {
+		if op.JobID == jr.JobID {
+			ops = append(ops, op)
+		}
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("job %s is WRITE_READY but none of its operations was found", jr.JobID)
+	}
+	rank := map[oplog.StreamKey]int{}
+	for i, r := range jr.Streams {
+		rank[r.Stream] = i
+	}
+	slices.SortFunc(ops, func(a, b oplog.Operation) int {
+		return cmp.Or(cmp.Compare(rank[a.Stream()], rank[b.Stream()]), cmp.Compare(a.Index, b.Index))
+	})
+	hashes := map[oplog.StreamKey]map[int64]string{}
+	for _, op := range ops {
+		if hashes[op.Stream()] == nil {
+			hashes[op.Stream()] = map[int64]string{}
+		}
+		hashes[op.Stream()][op.Index] = op.Hash
+	}
+	wr := &record.WriteReady{
+		JobID:            jr.JobID,
+		DocumentID:       jr.DocumentID,
+		DocumentType:     ops[0].DocumentType,
+		Branch:           ops[0].Branch,
+		ConsistencyToken: jr.Token,
+		Operations:       ops,
+		SubmittedAtUtcMs: job.SubmittedAtUtcMs,
+		WrittenAtUtcMs:   now.UnixMilli(),
+	}
+	if !jr.CreatedAt.IsZero() {
+		wr.WrittenAtUtcMs = jr.CreatedAt.UnixMilli()
+	}
+	for _, r := range jr.Streams {
+		sw := record.StreamWrite{StreamRange: r}
+		for i := r.FromIndex; i <= r.ToIndex; i++ {
+			h, ok := hashes[r.Stream][i]
+			if !ok {
+				return nil, fmt.Errorf("job %s: operation %d of %s is missing", jr.JobID, i, r.Stream)
+			}
+			sw.Hashes = append(sw.Hashes, h)
+		}
+		wr.Streams = append(wr.Streams, sw)
+	}
+	return wr, nil
+}
