@@ -19,7 +19,10 @@
 // doclog_schema_migrations, in the locked transaction that creates it, so
 // nothing applied then is applied again. The earlier tables are left as they
 // are: an earlier binary started against the schema (a rollback) still finds
-// its own migrations there and applies none of them twice.
+// its own migrations there and applies none of them twice. While they exist,
+// every later Migrate adopts, in the same way, any row they gained since: an
+// earlier binary's projector migrator, which took a lock of its own, may
+// have applied a set during a rolling upgrade.
 package pgmigrate
 
 import (
@@ -42,7 +45,7 @@ import (
 // version.
 const Table = "doclog_schema_migrations"
 
-// The tables of the migrators before this one, read once to adopt their rows.
+// The tables of the migrators before this one, whose rows are adopted.
 const (
 	legacyLogTable = "doclog_migrations"
 	// legacyLogComponent is the component the log's set declares: the
@@ -155,13 +158,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, sets ...Set) ([]Migration,
 	if err != nil {
 		return nil, err
 	}
-	if !tables.current {
-		if err := pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error { return create(ctx, tx, tables) }); err != nil {
-			return nil, fmt.Errorf("creating the migrations table %s: %w", Table, err)
+	if !tables.current || tables.legacyLog || tables.legacyProjector {
+		if err := pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error { return createAndAdopt(ctx, tx, tables) }); err != nil {
+			return nil, fmt.Errorf("preparing the migrations table %s: %w", Table, err)
 		}
-		tables = presentTables{current: true}
 	}
-	done, err := appliedRows(ctx, conn.Conn(), tables)
+	// Every row of the earlier tables is in Table now.
+	done, err := appliedRows(ctx, conn.Conn(), presentTables{current: true})
 	if err != nil {
 		return nil, err
 	}
@@ -185,11 +188,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, sets ...Set) ([]Migration,
 	return applied, nil
 }
 
-// Statuses lists every migration of sets, in Migrate's order, with its
-// applied time, and after each set's own the versions of its component
-// applied that this binary does not know (a newer binary ran). On a schema
-// the earlier migrators alone have migrated, it reads their tables: it
-// lists what the first Migrate adopts.
+// Statuses lists every migration of sets with its applied time, set by set
+// in the order given, each in version order with the versions of its
+// component applied that this binary does not know (a newer binary ran). It
+// reads the earlier migrators' tables too, so it lists as applied what the
+// next Migrate adopts.
 func Statuses(ctx context.Context, pool *pgxpool.Pool, sets ...Set) ([]Status, error) {
 	bySet, err := migrationsOf(sets)
 	if err != nil {
@@ -206,6 +209,7 @@ func Statuses(ctx context.Context, pool *pgxpool.Pool, sets ...Set) ([]Status, e
 	var out []Status
 	for i, ms := range bySet {
 		component := sets[i].Component
+		var set []Status
 		for _, m := range ms {
 			st := Status{Component: component, Version: m.Version, Name: m.Name}
 			k := key{component, m.Version}
@@ -213,16 +217,15 @@ func Statuses(ctx context.Context, pool *pgxpool.Pool, sets ...Set) ([]Status, e
 				st.AppliedAt = r.at
 				delete(done, k)
 			}
-			out = append(out, st)
+			set = append(set, st)
 		}
-		var unknown []Status
 		for k, r := range done {
 			if k.component == component {
-				unknown = append(unknown, Status{Component: component, Version: k.version, Name: r.name, AppliedAt: r.at})
+				set = append(set, Status{Component: component, Version: k.version, Name: r.name, AppliedAt: r.at})
 			}
 		}
-		sort.Slice(unknown, func(i, j int) bool { return unknown[i].Version < unknown[j].Version })
-		out = append(out, unknown...)
+		sort.Slice(set, func(i, j int) bool { return set[i].Version < set[j].Version })
+		out = append(out, set...)
 	}
 	return out, nil
 }
@@ -270,10 +273,10 @@ func existingTables(ctx context.Context, conn querier) (presentTables, error) {
 	return t, nil
 }
 
-// create creates the migrations table and adopts the earlier migrators'
-// rows into it, in tx.
-func create(ctx context.Context, tx pgx.Tx, t presentTables) error {
-	if _, err := tx.Exec(ctx, `CREATE TABLE `+Table+` (
+// createAndAdopt creates the migrations table if need be and copies into it
+// the earlier migrators' rows it does not have, in tx.
+func createAndAdopt(ctx context.Context, tx pgx.Tx, t presentTables) error {
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+Table+` (
     component  text NOT NULL,
     version    integer NOT NULL,
     name       text NOT NULL,
@@ -283,7 +286,8 @@ func create(ctx context.Context, tx pgx.Tx, t presentTables) error {
 		return err
 	}
 	if q := legacyRows(t); q != "" {
-		if _, err := tx.Exec(ctx, `INSERT INTO `+Table+` (component, version, name, applied_at) `+q); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+Table+` (component, version, name, applied_at) `+q+`
+ON CONFLICT (component, version) DO NOTHING`); err != nil {
 			return fmt.Errorf("adopting the rows of the earlier migrations tables: %w", err)
 		}
 	}
@@ -313,25 +317,30 @@ type appliedRow struct {
 	at   time.Time
 }
 
-// appliedRows reads the applied migrations: from Table when it exists,
-// otherwise from the earlier tables, and none when there are none.
+// appliedRows reads the applied migrations of the tables t names; a row of
+// Table wins over an earlier table's for the same migration.
 func appliedRows(ctx context.Context, conn querier, t presentTables) (map[key]appliedRow, error) {
-	q := `SELECT component, version, name, applied_at FROM ` + Table
-	if !t.current {
-		if q = legacyRows(t); q == "" {
-			return map[key]appliedRow{}, nil
-		}
+	done := map[key]appliedRow{}
+	var parts []string
+	if q := legacyRows(t); q != "" {
+		parts = append(parts, `SELECT 0, * FROM (`+q+`) AS earlier`)
 	}
-	rows, err := conn.Query(ctx, q)
+	if t.current {
+		parts = append(parts, `SELECT 1, component, version, name, applied_at FROM `+Table)
+	}
+	if len(parts) == 0 {
+		return done, nil
+	}
+	rows, err := conn.Query(ctx, strings.Join(parts, " UNION ALL ")+` ORDER BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("reading applied migrations: %w", err)
 	}
-	done := map[key]appliedRow{}
 	var (
-		k key
-		r appliedRow
+		rank int
+		k    key
+		r    appliedRow
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&k.component, &k.version, &r.name, &r.at}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&rank, &k.component, &k.version, &r.name, &r.at}, func() error {
 		done[k] = r
 		return nil
 	}); err != nil {

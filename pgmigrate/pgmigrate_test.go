@@ -162,8 +162,8 @@ func TestMigrationStatusBeforeMigrate(t *testing.T) {
 	}
 }
 
-// A version applied by a newer binary is listed after its set's own, as
-// applied, under the name it was recorded with.
+// A version applied by a newer binary is listed among its set's own, in
+// version order, as applied, under the name it was recorded with.
 func TestStatusListsUnknownVersions(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t, testenv.PostgresSchema(t))

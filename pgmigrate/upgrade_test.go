@@ -137,15 +137,46 @@ func TestUpgradeAppliesOnlyWhatTheEarlierMigratorsDidNot(t *testing.T) {
 		want = append(want, ms...)
 	}
 
-	statuses, err := pgmigrate.Statuses(ctx, pool, sets()...)
-	require.NoError(t, err)
-	for _, st := range statuses {
-		_, before := earlier[[2]any{st.Component, st.Version}]
-		require.Equal(t, before, st.Applied(), "%s %d", st.Component, st.Version)
-	}
+	requireAppliedAsEarlier(t, pool, earlier)
 
 	applied, err := pgmigrate.Migrate(ctx, pool, sets()...)
 	require.NoError(t, err)
 	require.Equal(t, want, applied, "only the sets the earlier migrators had not applied")
 	requireSingleVersion(t, pool, allMigrations(t))
+}
+
+// During a rolling upgrade an earlier binary's projector migrator, under a
+// lock of its own, may apply a set after the new migrator's first run: the
+// next run adopts that row too instead of applying the set again, and
+// status lists it as applied before then.
+func TestUpgradeAdoptsWhatAnEarlierBinaryAppliesLater(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, testenv.PostgresSchema(t))
+	ctx := context.Background()
+	migrateTheEarlierWay(t, pool, sets()[:2]...)
+	first, err := pgmigrate.Migrate(ctx, pool, sets()[:2]...)
+	require.NoError(t, err)
+	require.Empty(t, first)
+
+	earlier := migrateTheEarlierWay(t, pool, sets()[2])
+	requireAppliedAsEarlier(t, pool, earlier)
+
+	applied, err := pgmigrate.Migrate(ctx, pool, sets()...)
+	require.NoError(t, err)
+	want, err := sets()[3].Migrations()
+	require.NoError(t, err)
+	require.Equal(t, want, applied, "the earlier binary's set is adopted, the rest applied")
+	requireSingleVersion(t, pool, allMigrations(t))
+}
+
+// requireAppliedAsEarlier checks that status lists as applied the migrations
+// the earlier migrators recorded, and those alone.
+func requireAppliedAsEarlier(t *testing.T, pool *pgxpool.Pool, earlier map[[2]any]time.Time) {
+	t.Helper()
+	statuses, err := pgmigrate.Statuses(context.Background(), pool, sets()...)
+	require.NoError(t, err)
+	for _, st := range statuses {
+		_, before := earlier[[2]any{st.Component, st.Version}]
+		require.Equal(t, before, st.Applied(), "%s %d", st.Component, st.Version)
+	}
 }
