@@ -155,8 +155,8 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 		}
 		return e.retryLater(ctx, included, fmt.Errorf("append batch of %d documents: %w", len(reqs), err), now)
 	}
-	if e.cfg.AfterAppend != nil {
-		if err := e.cfg.AfterAppend(); err != nil {
+	if e.cfg.afterAppend != nil {
+		if err := e.cfg.afterAppend(); err != nil {
 			return &crashError{err: err}
 		}
 	}

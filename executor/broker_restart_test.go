@@ -30,13 +30,13 @@ func TestBrokerRestart(t *testing.T) {
 	)
 	cfg := b.config()
 	cfg.ProduceTimeout = 2 * time.Second
-	cfg.AfterAppend = func() error {
+	cfg.SetAfterAppend(func() error {
 		once.Do(func() {
 			close(appended)
 			<-resume
 		})
 		return nil
-	}
+	})
 	m := b.start(cfg)
 	wr := b.reader(b.kenv.Names.WriteReady)
 

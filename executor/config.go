@@ -138,11 +138,12 @@ type Config struct {
 	// Default: a private registry.
 	Registerer prometheus.Registerer
 
-	// AfterAppend, when set, runs after each successful Store.Append and
+	// afterAppend, when set, runs after each successful Store.Append and
 	// before anything is produced. A non-nil error stops the member at once,
 	// as a crash would: nothing is produced, no offset is committed, and Run
-	// returns the error. For fault-injection tests only.
-	AfterAppend func() error
+	// returns the error. Fault-injection tests set it (export_test.go); it
+	// is no setting of a deployment.
+	afterAppend func() error
 }
 
 // WithDefaults returns a copy with every unset field at its default.

@@ -62,7 +62,8 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // ErrNotRunning is what Ready reports before Run started and after it ended.
 var ErrNotRunning = errors.New("executor is not running")
 
-// crashError carries the error of the AfterAppend hook out of Run.
+// crashError carries the error of the after-append hook (Config.afterAppend)
+// out of Run.
 type crashError struct{ err error }
 
 func (e *crashError) Error() string { return "stopped by the after-append hook: " + e.err.Error() }

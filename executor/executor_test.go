@@ -126,10 +126,10 @@ func TestKilledAfterAppendReannounces(t *testing.T) {
 
 	var appends atomic.Int32
 	cfg := b.config()
-	cfg.AfterAppend = func() error {
+	cfg.SetAfterAppend(func() error {
 		appends.Add(1)
 		return errKilled
-	}
+	})
 	killed := b.start(cfg)
 	require.ErrorIs(t, killed.wait(30*time.Second), errKilled)
 	require.EqualValues(t, 1, appends.Load())
