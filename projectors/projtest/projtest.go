@@ -1,14 +1,16 @@
 // Package projtest is the projectors' test harness: an isolated Postgres
 // schema with the log and runner migrated, a write-ready topic of its own, a
-// workload that appends real operations (built with the model SDK, so every
-// hash is genuine) to the log and announces each job as a write-ready record,
-// and a replay of the log to compare projections with.
+// workload that reduces jobs with the executor's own code (executor/reduce:
+// every hash is genuine, and every write-ready record is built as the
+// executor builds it) and appends them to the log, and a replay of the log
+// to compare projections with.
 package projtest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/executor/reduce"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
@@ -202,87 +205,82 @@ func (d *Doc) branch() string {
 	return d.Branch
 }
 
-// Job applies the actions to the document as an executor would (all or
-// nothing), appends the operations to the log and returns the job's
-// write-ready record. A refused action returns its error; nothing is
+// Job reduces the actions as one job of the document with the executor's
+// reduce (all or nothing), appends its request to the log and returns the
+// job's write-ready record, built by the executor's announcer code from the
+// operations reduce built. A refused action returns its error; nothing is
 // written then.
 func (w *Workload) Job(d *Doc, actions ...oplog.Action) (*record.WriteReady, error) {
 	return w.JobWith(d, nil, actions...)
 }
 
-// JobWith is Job with a hook that may change the operations before they are
-// appended (a wrong hash, say).
+// noKeyframes keeps the harness's log free of keyframes, as it has always
+// been, so a test that tampers with an operation meets only the operation.
+const noKeyframes = math.MaxInt64
+
+// JobWith is Job with a hook that may change the operations reduce built
+// before they are appended and announced (a wrong hash, say).
 func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...oplog.Action) (*record.WriteReady, error) {
 	t := w.env.T
 	t.Helper()
-	work := map[string]*model.StreamState{}
-	get := func(scope string) *model.StreamState {
-		if st, ok := work[scope]; ok {
-			return st
+	job := reduce.Job{Job: &record.Job{JobID: uuid.NewString(), Kind: record.KindMutate, DocumentID: d.ID,
+		DocumentType: d.Type, Branch: d.Branch, Actions: actions}}
+	doc := &reduce.Document{ID: d.ID, Jobs: []reduce.Job{job}, Heads: map[oplog.StreamKey]*model.StreamState{}}
+	for _, scope := range append([]string{oplog.ScopeDocument}, scopesOf(actions)...) {
+		k := oplog.StreamKey{DocumentID: d.ID, Scope: scope, Branch: d.branch()}
+		if _, ok := doc.Heads[k]; !ok {
+			doc.Streams = append(doc.Streams, k)
+			doc.Heads[k] = d.stream(scope)
 		}
-		st := d.stream(scope).Clone()
-		work[scope] = st
-		return st
 	}
-	jobID := uuid.NewString()
-	var ops []oplog.Operation
-	var scopes []string
-	for n := range actions {
-		a := &actions[n]
-		target := get(a.Scope)
-		var doc *model.StreamState
-		if a.Scope != oplog.ScopeDocument {
-			doc = get(oplog.ScopeDocument)
-		}
-		res, err := w.env.Registry.Apply(doc, target, a)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(scopes, a.Scope) {
-			scopes = append(scopes, a.Scope)
-		}
-		ops = append(ops, oplog.Operation{
-			OpID: model.OpID(jobID, n), JobID: jobID, DocumentID: d.ID, DocumentType: d.Type, Scope: a.Scope,
-			Branch: d.branch(), Index: res.Index, Hash: res.Hash, TimestampUtcMs: a.TimestampUtcMs,
-			Version: res.Version, Action: *a,
-		})
+	r := reduce.Reducer{Registry: w.env.Registry, KeyframeInterval: noKeyframes}
+	res := r.Reduce(doc, nil)
+	switch v := res.Verdicts[0]; v.Kind {
+	case reduce.Applied:
+	case reduce.Failed:
+		return nil, v.Err
+	default:
+		return nil, fmt.Errorf("job %s was not applied (verdict %d): %v", job.JobID, v.Kind, v.Err)
 	}
+	ops := res.Verdicts[0].Ops
 	if tamper != nil {
 		tamper(ops)
-	}
-	req := oplog.AppendRequest{DocumentID: d.ID, DocumentType: d.Type, Jobs: []oplog.JobOutcome{{JobID: jobID, Status: oplog.JobWriteReady}}}
-	wr := &record.WriteReady{JobID: jobID, DocumentID: d.ID, DocumentType: d.Type, Branch: d.branch(), WrittenAtUtcMs: w.clock}
-	// The record lists the operations in stream order.
-	for _, scope := range scopes {
-		var sops []oplog.Operation
+		byID := make(map[string]oplog.Operation, len(ops))
 		for _, op := range ops {
-			if op.Scope == scope {
-				sops = append(sops, op)
+			byID[op.OpID] = op
+		}
+		for _, sa := range res.Request.Streams {
+			for i := range sa.Operations {
+				sa.Operations[i] = byID[sa.Operations[i].OpID]
 			}
 		}
-		k := sops[0].Stream()
-		req.Streams = append(req.Streams, oplog.StreamAppend{Stream: k, ExpectedRevision: sops[0].Index, Operations: sops})
-		sw := record.StreamWrite{StreamRange: oplog.StreamRange{Stream: k, FromIndex: sops[0].Index, ToIndex: sops[len(sops)-1].Index}}
-		for _, op := range sops {
-			sw.Hashes = append(sw.Hashes, op.Hash)
-		}
-		wr.Streams = append(wr.Streams, sw)
-		wr.ConsistencyToken.Coordinates = append(wr.ConsistencyToken.Coordinates,
-			oplog.Coordinate{DocumentID: d.ID, Scope: scope, Branch: d.branch(), Index: sw.ToIndex})
-		wr.Operations = append(wr.Operations, sops...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := w.env.Log.Append(ctx, []oplog.AppendRequest{req})
+	out, err := w.env.Log.Append(ctx, []oplog.AppendRequest{*res.Request})
 	require.NoError(t, err)
-	require.NoError(t, res[0].Err, "append job %s to %s", jobID, d.ID)
-	for scope, st := range work {
-		d.States[scope] = st
+	require.NoError(t, out[0].Err, "append job %s to %s", job.JobID, d.ID)
+	require.Len(t, out[0].Jobs, 1)
+	wr, err := reduce.WriteReady(job.Job, out[0].Jobs[0], reduce.Stored(ops, &out[0]), time.Now())
+	require.NoError(t, err)
+	for k, st := range res.Heads {
+		d.States[k.Scope] = st
 	}
 	if info, ok := model.DocumentInfoOf(d.States[oplog.ScopeDocument]); ok {
 		d.Deleted = info.IsDeleted
 	}
 	return wr, nil
+}
+
+// scopesOf lists the actions' scopes in first-use order.
+func scopesOf(actions []oplog.Action) []string {
+	var scopes []string
+	for _, a := range actions {
+		if !slices.Contains(scopes, a.Scope) {
+			scopes = append(scopes, a.Scope)
+		}
+	}
+	return scopes
 }
 
 // Random runs a random workload: n documents of doclog/drive and
