@@ -54,9 +54,11 @@ func TestSwitchWaitsForClaims(t *testing.T) {
 			}
 			close(claimed)
 			<-release
+			// The commit is sent after this: a swap that waited for it
+			// runs later than now.
+			claimDone <- time.Now()
 			return nil
 		})
-		claimDone <- time.Now()
 		claimErr <- err
 	}()
 	<-claimed
@@ -81,7 +83,7 @@ func TestSwitchWaitsForClaims(t *testing.T) {
 	committed := <-claimDone
 	require.NoError(t, <-claimErr)
 	require.NoError(t, <-switchDone)
-	require.False(t, (<-swapped).Before(committed), "the swap ran after the claim committed")
+	require.True(t, (<-swapped).After(committed), "the swap ran after the claim committed")
 	cps, err = s.Checkpoints(ctx, "live_g1")
 	require.NoError(t, err)
 	require.Empty(t, cps, "the switch dropped the build's checkpoints")
