@@ -5,15 +5,21 @@ import (
 
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/pgmigrate"
-	"github.com/doclog/doclog/projectors/docview"
-	"github.com/doclog/doclog/projectors/indexer"
+	"github.com/doclog/doclog/projectors/catalog"
 	"github.com/doclog/doclog/projectors/pgproj"
 )
 
 // Migrations are every Postgres migration set doclog applies, the log's
-// first, then the projector runner's and each Postgres projector's.
+// first, then the projector runner's and each projector's of the catalog
+// that keeps tables in Postgres.
 func Migrations() []pgmigrate.Set {
-	return []pgmigrate.Set{postgres.Migrations(), pgproj.RunnerMigrations(), docview.Migrations(), indexer.Migrations()}
+	sets := []pgmigrate.Set{postgres.Migrations(), pgproj.RunnerMigrations()}
+	for _, spec := range catalog.All() {
+		if spec.Migrations != nil {
+			sets = append(sets, spec.Migrations())
+		}
+	}
+	return sets
 }
 
 // MigrateAll applies every pending migration of Migrations, and returns how

@@ -11,6 +11,7 @@ import (
 	"github.com/doclog/doclog/admin"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors/docview"
 	"github.com/doclog/doclog/projectors/pgproj"
 )
@@ -158,7 +159,7 @@ func newDocsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	rebuild.Flags().IntVar(&interval, "interval", 10, "a keyframe every this many revisions")
+	rebuild.Flags().IntVar(&interval, "interval", model.DefaultKeyframeInterval, "a keyframe every this many revisions")
 
 	cmd.AddCommand(get, ops, validate, rebuild, newQuarantineCmd(g))
 	return cmd

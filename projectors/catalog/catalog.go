@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/pgmigrate"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/projectors/docview"
@@ -30,6 +31,9 @@ type Spec struct {
 	// ClickHouse reports that its tables live in ClickHouse: it needs
 	// Options.ClickHouse, and a deployment given a ClickHouse URL runs it.
 	ClickHouse bool
+	// Migrations are its Postgres migrations (nil: it keeps no tables
+	// there). They are applied with the log's and the runner's.
+	Migrations func() pgmigrate.Set
 	// ChoosesStart reports whether it may start at a chosen position of
 	// the log (projectors.StartPosition); the others always start at the
 	// beginning, since their readers expect every document.
@@ -55,11 +59,11 @@ func stateless(p projectors.Projector) func(context.Context, Options) (projector
 var specs = []Spec{
 	{
 		Name: docview.Name, Summary: "the document view: documents by id and slug, every scope",
-		Default: true, Open: stateless(docview.Projector{}),
+		Default: true, Migrations: docview.Migrations, Open: stateless(docview.Projector{}),
 	},
 	{
 		Name: indexer.Name, Summary: "the relationship index: documents by type and parent, links",
-		Default: true, Open: stateless(indexer.Projector{}),
+		Default: true, Migrations: indexer.Migrations, Open: stateless(indexer.Projector{}),
 	},
 	{
 		Name: analytics.DefaultName, Summary: "the ClickHouse operations and documents tables",
