@@ -207,7 +207,11 @@ func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
 	rep.CatchUp = time.Since(start)
 	stop()
 	r.Close()
-	if err := drop(ctx, gen+"_old"); err != nil {
+	// The switch is done whatever happens to ctx now: the old tables go
+	// even when it ends meanwhile.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := drop(dctx, gen+"_old"); err != nil {
 		return rep, fmt.Errorf("rebuild %s: drop the old generation: %w", live, err)
 	}
 	logger.Info("rebuild: switched", zap.Duration("catch_up", rep.CatchUp), zap.Int("healed", rep.Built.Healed))

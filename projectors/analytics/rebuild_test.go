@@ -125,7 +125,7 @@ func TestRebuildWhileWriting(t *testing.T) {
 		reads.Load(), rep.Built.Healed, rep.Built.Documents, rep.CatchUp)
 }
 
-// A rebuild that cannot finish (its context ends before the switch) leaves
+// A rebuild that cannot finish (its context ends while it builds) leaves
 // the live tables as they were and drops what it built.
 func TestAbandonedRebuildLeavesNothing(t *testing.T) {
 	t.Parallel()
@@ -136,26 +136,49 @@ func TestAbandonedRebuildLeavesNothing(t *testing.T) {
 	want := logCounts(t, env)
 	env.Eventually(func() bool { return countsMatch(t, p, want) }, catchUp, "the live tables reach the log")
 
-	// The build's reconciler pass ends early: the context is cancelled
-	// as soon as the first of the generation's tables exists.
+	// The new generation's first batch waits for the end of the context,
+	// which ends as soon as that batch has begun: its tables exist, and
+	// the switch can never come.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	building := make(chan struct{}, 1)
+	cfg := p.RunnerConfig(env.Config(p, "analytics"))
+	cfg.Projector = stuckBuild{Projector: p, building: building}
 	go func() {
-		for ctx.Err() == nil {
-			if len(query(t, p, "SELECT name FROM system.tables WHERE database = ? AND name LIKE 'operations_g%'", p.Database())) > 0 {
-				cancel()
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
+		<-building
+		cancel()
 	}()
-	_, err := projectors.Rebuild(ctx, p.RunnerConfig(env.Config(p, "analytics")))
+	_, err := projectors.Rebuild(ctx, cfg)
 	require.ErrorIs(t, err, context.Canceled)
 	tables := query(t, p, "SELECT name FROM system.tables WHERE database = ? ORDER BY name", p.Database())
 	require.Equal(t, [][]string{{"documents"}, {"operations"}}, tables)
 	require.True(t, countsMatch(t, p, want))
 }
 
+// stuckBuild is the analytics projector whose new generations never apply
+// a batch: Apply waits for the end of its context.
+type stuckBuild struct {
+	*analytics.Projector
+	building chan struct{}
+}
+
+func (s stuckBuild) WithGeneration(gen string) projectors.Projector {
+	return stuckApply{Projector: s.Projector.WithGeneration(gen), building: s.building}
+}
+
+type stuckApply struct {
+	projectors.Projector
+	building chan struct{}
+}
+
+func (s stuckApply) Apply(ctx context.Context, _ projectors.Tx, _ []projectors.Change) error {
+	select {
+	case s.building <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
 // fastBatches makes the projector's fetches return at once, so that a test
 // waits on its work, not on the batch delay.
 func fastBatches(c *analytics.Config) {
