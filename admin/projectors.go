@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors"
@@ -20,7 +20,7 @@ type ProjectorStatus struct {
 	Group       string                  `json:"group"`
 	Checkpoints []projectors.Checkpoint `json:"checkpoints"`
 	Quarantines []projectors.Quarantine `json:"quarantines"`
-	Lag         []PartitionLag          `json:"lag,omitempty"`
+	Lag         []kafka.PartitionLag    `json:"lag,omitempty"`
 }
 
 // ListProjectors reads each projector's checkpoints (the Postgres rows its

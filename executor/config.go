@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"

@@ -39,7 +39,7 @@ import (
 
 	"github.com/doclog/doclog/executor/cache"
 	"github.com/doclog/doclog/executor/reduce"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"

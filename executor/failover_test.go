@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model/builtin"

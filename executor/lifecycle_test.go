@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/testenv"
+	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/record"

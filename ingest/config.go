@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/record"
 )
 

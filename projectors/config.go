@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
 )

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/internal/depwait"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"

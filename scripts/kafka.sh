@@ -115,7 +115,7 @@ EOF
 build_probe() {
 	command -v go >/dev/null || die "go not found"
 	mkdir -p "$(dirname "$PROBE")"
-	(cd "$ROOT" && go build -o "$PROBE" ./internal/kafka/kafkaready) || die "building the readiness probe failed"
+	(cd "$ROOT" && go build -o "$PROBE" ./internal/kafkaready) || die "building the readiness probe failed"
 }
 
 # free_port prints a localhost port nothing listens on, below Linux's

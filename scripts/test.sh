@@ -75,6 +75,10 @@ echo "== go test"
 # shellcheck disable=SC2086
 go test -count=1 -timeout 25m ${GOTESTFLAGS:-} ./...
 
+echo "== examples/embed: another module composing the stages from public packages"
+# shellcheck disable=SC2086
+(cd examples/embed && go vet ./... && go test -count=1 -timeout 5m ${GOTESTFLAGS:-} ./...)
+
 fuzztime=${FUZZTIME:-20000x}
 if [ "$fuzztime" != 0 ]; then
 	echo "== fuzzing each target for $fuzztime"

@@ -42,7 +42,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 )
 
 // Modes and submission paths.

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/admin/bench/pgprobe"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 )
 
 // The end-to-end run against the real stack is TestBenchEmbedded in

@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/internal/app"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/app"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/projectors/catalog"
 )
 
@@ -19,7 +19,7 @@ import (
 const embeddedPoolSize = 20
 
 // embedded is doclog's write path run in this process by the same
-// composition as `doclog serve` (internal/app): ingest, the executor and the
+// composition as `doclog serve` (package app): ingest, the executor and the
 // docview and indexer projectors. Analytics (ClickHouse) is left out: the
 // targets of issue 7 are stated without it.
 type embedded struct {

@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/admin/bench/pgprobe"
-	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/redact"
+	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/projectors/docview"

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/localpg"
 	"github.com/doclog/doclog/internal/redact"

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/telemetry"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/testenv"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/readstore"

@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/admin"
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/doclog/doclog/admin"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/catalog"
@@ -57,12 +58,12 @@ func newProjectorCmd(g *globals) *cobra.Command {
 			for i, n := range names {
 				groups[i] = g.topicPrefix + projectors.DefaultGroupPrefix + n
 			}
-			lags, err := admin.ConsumerLag(ctx, g.kafka(), groups...)
+			lags, err := kafka.ConsumerLag(ctx, g.kafka(), groups...)
 			if err != nil {
 				return err
 			}
 			if lags == nil {
-				lags = []admin.PartitionLag{}
+				lags = []kafka.PartitionLag{}
 			}
 			return g.render(lags, func(t table.Writer) {
 				t.AppendHeader(table.Row{"group", "partition", "committed", "end", "lag", "lag (s)", "member"})

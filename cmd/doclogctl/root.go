@@ -15,7 +15,7 @@ import (
 	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/connflags"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/model/builtin"

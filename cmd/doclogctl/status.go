@@ -10,7 +10,7 @@ import (
 
 	"github.com/doclog/doclog/admin"
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/catalog"
@@ -29,7 +29,7 @@ var defaultGroups = func() []string {
 type statusReport struct {
 	Brokers []int32                  `json:"brokers"`
 	Topics  []admin.TopicDescription `json:"topics"`
-	Lag     []admin.PartitionLag     `json:"lag"`
+	Lag     []kafka.PartitionLag     `json:"lag"`
 	// Migrations count every Postgres migration, the log's and the
 	// projectors', as migrate status lists them and migrate up applies them.
 	Migrations struct {
@@ -63,7 +63,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if rep.Topics, err = admin.DescribeTopics(ctx, adm, g.topics().All()...); err != nil {
 				return err
 			}
-			if rep.Lag, err = admin.ConsumerLag(ctx, g.kafka(), prefixed(g.topicPrefix, groups)...); err != nil {
+			if rep.Lag, err = kafka.ConsumerLag(ctx, g.kafka(), prefixed(g.topicPrefix, groups)...); err != nil {
 				return err
 			}
 			store, err := g.store(ctx)

@@ -18,7 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/config"
 )
 

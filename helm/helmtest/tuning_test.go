@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/executor"
-	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/config"
 )
 

@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/ingest"
-	"github.com/doclog/doclog/internal/app"
 	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/testenv"
 	"github.com/doclog/doclog/readstore"

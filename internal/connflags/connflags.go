@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/doclog/doclog/internal/config"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
 )
 

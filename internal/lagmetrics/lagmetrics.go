@@ -14,8 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/doclog/doclog/admin"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 )
 
 // Collector reports the lag of a fixed set of consumer groups.
@@ -31,8 +30,8 @@ type Collector struct {
 
 	mu      sync.Mutex
 	at      time.Time
-	lags    []admin.PartitionLag
-	measure func(ctx context.Context) ([]admin.PartitionLag, error)
+	lags    []kafka.PartitionLag
+	measure func(ctx context.Context) ([]kafka.PartitionLag, error)
 }
 
 // New returns a collector of groups' lag, measured at most once per ttl
@@ -54,8 +53,8 @@ func New(cfg kafka.Config, groups []string, ttl time.Duration, logger *zap.Logge
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "doclog_consumer_lag_errors_total",
 			Help: "Failed attempts to measure consumer lag."}),
 	}
-	c.measure = func(ctx context.Context) ([]admin.PartitionLag, error) {
-		return admin.ConsumerLag(ctx, c.cfg, c.groups...)
+	c.measure = func(ctx context.Context) ([]kafka.PartitionLag, error) {
+		return kafka.ConsumerLag(ctx, c.cfg, c.groups...)
 	}
 	return c
 }

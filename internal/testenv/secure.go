@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 )
 
 // The variables naming the secured servers `make test` starts beside the

@@ -179,6 +179,7 @@ func (s stuckApply) Apply(ctx context.Context, _ projectors.Tx, _ []projectors.C
 	<-ctx.Done()
 	return ctx.Err()
 }
+
 // fastBatches makes the projector's fetches return at once, so that a test
 // waits on its work, not on the batch delay.
 func fastBatches(c *analytics.Config) {

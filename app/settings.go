@@ -15,8 +15,8 @@ import (
 	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/httpapi"
-	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/telemetry"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/projectors/catalog"
 )
 

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 )
 
 func TestConfigDefaults(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/testenv"
+	"github.com/doclog/doclog/kafka"
 )
 
 // TestSecureListenerProducesAndConsumes sends a record through the test

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
-	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/httpapi"
 )

@@ -28,10 +28,10 @@ import (
 	"github.com/doclog/doclog/internal/certfile"
 	"github.com/doclog/doclog/internal/depwait"
 	"github.com/doclog/doclog/internal/httpapi"
-	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/lagmetrics"
 	"github.com/doclog/doclog/internal/telemetry"
 	"github.com/doclog/doclog/internal/telemetry/pgxstats"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/model/builtin"
@@ -429,7 +429,14 @@ func (a *App) add(c component) { a.components = append(a.components, c) }
 
 // addServer runs an API role's HTTP server until the app stops; a failure
 // to bind its address names setting, the flag that chose it.
-func (a *App) addServer(name, setting string, srv *httpapi.Server) {
+// server is an API's server: ingest's and the read store's, the ops one.
+type server interface {
+	Start(ctx context.Context) error
+	Addr() net.Addr
+	Stop(ctx context.Context) error
+}
+
+func (a *App) addServer(name, setting string, srv server) {
 	a.add(component{
 		name: name,
 		run: func(ctx context.Context) error {

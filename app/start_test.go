@@ -20,11 +20,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/doclog/doclog/internal/app"
+	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/depwait"
-	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/localpg"
 	"github.com/doclog/doclog/internal/testenv"
+	"github.com/doclog/doclog/kafka"
 )
 
 // Every role starts with the broker down: each serves /healthz at once and

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/doclog/doclog/internal/kafka"
 	"github.com/doclog/doclog/internal/testenv"
+	"github.com/doclog/doclog/kafka"
 )
 
 func TestTopicsConfigDefaults(t *testing.T) {

@@ -1,4 +1,4 @@
-package admin
+package kafka
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/doclog/doclog/internal/kafka"
 )
 
 // PartitionLag is a consumer group's position on one partition.
@@ -35,8 +33,8 @@ type PartitionLag struct {
 // ConsumerLag reports each group's lag per partition, in records (from the
 // committed offsets, so it reads what the groups made durable) and in
 // seconds (from the timestamp of the first unconsumed record).
-func ConsumerLag(ctx context.Context, cfg kafka.Config, groups ...string) ([]PartitionLag, error) {
-	cl, err := kafka.NewClient(cfg, nil)
+func ConsumerLag(ctx context.Context, cfg Config, groups ...string) ([]PartitionLag, error) {
+	cl, err := NewClient(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +84,7 @@ func ConsumerLag(ctx context.Context, cfg kafka.Config, groups ...string) ([]Par
 // lagSeconds fetches the first unconsumed record of each lagging partition
 // and sets LagSeconds from its timestamp, one direct consumer per group since
 // groups sit at different offsets.
-func lagSeconds(ctx context.Context, cfg kafka.Config, lags []PartitionLag) error {
+func lagSeconds(ctx context.Context, cfg Config, lags []PartitionLag) error {
 	byGroup := map[string][]*PartitionLag{}
 	for i := range lags {
 		if lags[i].Lag > 0 {
@@ -101,7 +99,7 @@ func lagSeconds(ctx context.Context, cfg kafka.Config, lags []PartitionLag) erro
 	return nil
 }
 
-func firstUnconsumed(ctx context.Context, cfg kafka.Config, lags []*PartitionLag) error {
+func firstUnconsumed(ctx context.Context, cfg Config, lags []*PartitionLag) error {
 	type tp struct {
 		topic string
 		p     int32
@@ -113,7 +111,7 @@ func firstUnconsumed(ctx context.Context, cfg kafka.Config, lags []*PartitionLag
 		}
 		from[l.Topic][l.Partition] = kgo.NewOffset().At(max(l.Committed, 0))
 	}
-	cl, err := kafka.NewClient(cfg, nil, kgo.ConsumePartitions(from))
+	cl, err := NewClient(cfg, nil, kgo.ConsumePartitions(from))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/doclog/doclog/executor"
 	"github.com/doclog/doclog/executor/cache"
 	"github.com/doclog/doclog/ingest"
-	"github.com/doclog/doclog/internal/kafka"
+	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/projectors"
