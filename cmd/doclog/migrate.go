@@ -16,6 +16,7 @@ import (
 	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/buildinfo"
 	"github.com/doclog/doclog/internal/config"
+	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/log/postgres"
 )
 
@@ -57,14 +58,16 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		SilenceErrors: true,
 	}
 	var dbURL string
+	var connectTimeout time.Duration
 	root.PersistentFlags().StringVar(&dbURL, "database-url", "", "Postgres URL (default from DOCLOG_DATABASE_URL, the file DOCLOG_DATABASE_URL_FILE names, or DATABASE_URL)")
 	config.MarkSecret(root.PersistentFlags(), "database-url")
+	connflags.BindConnectTimeout(root.PersistentFlags(), &connectTimeout)
 
 	migrate := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending schema migrations (safe to run from many processes at once)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, &dbURL, func(ctx context.Context, store *postgres.Store) error {
+			return withStore(cmd, &dbURL, &connectTimeout, func(ctx context.Context, store *postgres.Store) error {
 				n, err := admin.MigrateAll(ctx, store)
 				if err != nil {
 					return err
@@ -78,7 +81,7 @@ func newRootCmd(out io.Writer) *cobra.Command {
 		Use:   "status",
 		Short: "List migrations and whether each is applied",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, &dbURL, func(ctx context.Context, store *postgres.Store) error {
+			return withStore(cmd, &dbURL, &connectTimeout, func(ctx context.Context, store *postgres.Store) error {
 				return printStatus(ctx, out, store)
 			})
 		},
@@ -90,14 +93,14 @@ func newRootCmd(out io.Writer) *cobra.Command {
 	return root
 }
 
-func withStore(cmd *cobra.Command, flag *string, fn func(context.Context, *postgres.Store) error) error {
+func withStore(cmd *cobra.Command, flag *string, connectTimeout *time.Duration, fn func(context.Context, *postgres.Store) error) error {
 	url, err := databaseURL(cmd, flag)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 	defer cancel()
-	store, err := postgres.Open(ctx, url)
+	store, err := connflags.OpenLog(ctx, url, *connectTimeout)
 	if err != nil {
 		return err
 	}

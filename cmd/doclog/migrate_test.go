@@ -119,3 +119,19 @@ func TestMigrateReadsTheConfigFile(t *testing.T) {
 	_, err = run("migrate", "--config", write("bad.yaml", "database-url: "+strconv.Quote(url)+"\ndatabse-url: x\n"))
 	require.ErrorContains(t, err, `unknown setting "databse-url"`)
 }
+
+// doclog migrate takes --database-connect-timeout, as serve and doclogctl
+// do: a Postgres that accepts and never answers is given up on after it,
+// and the error names the flag.
+func TestMigrateConnectTimeout(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	cmd := newRootCmd(&out)
+	cmd.SetArgs([]string{"migrate", "--database-url", "postgres://doclog:x@" + testenv.SilentListener(t) + "/doclog?sslmode=disable",
+		"--database-connect-timeout", "700ms"})
+	start := time.Now()
+	err := cmd.ExecuteContext(context.Background())
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "--database-connect-timeout")
+	require.Less(t, time.Since(start), 30*time.Second, "the timeout, not the command's own bound, ended the attempt")
+}

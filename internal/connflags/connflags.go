@@ -88,13 +88,19 @@ func Resolve(t Targets) {
 // one since it sits beside the password in the same Secret.
 var SecretFlags = []string{DatabaseURL, "kafka-sasl-username", "kafka-sasl-password", ClickHouseURL}
 
+// BindConnectTimeout declares --database-connect-timeout on fs, storing
+// into d: for a command that reaches Postgres only (doclog migrate).
+func BindConnectTimeout(fs *pflag.FlagSet, d *time.Duration) {
+	*d = DefaultDatabaseConnectTimeout
+	fs.Var(positiveDuration{d}, DatabaseConnectTimeout, "bound on one connection attempt to Postgres, TLS and authentication included, when the URL has no connect_timeout (the URL's wins): raising it tolerates a slow network or server at the cost of noticing an unreachable one later")
+}
+
 // Bind declares the connection flags on fs, storing into t, and marks the
 // secrets. clientID is the default Kafka client id, which names the program
 // in the brokers' logs and quotas.
 func Bind(fs *pflag.FlagSet, t Targets, clientID string) {
 	fs.StringVar(t.DatabaseURL, DatabaseURL, "", "Postgres URL, e.g. postgres://doclog:PASSWORD@host:5432/doclog?sslmode=verify-full (also DATABASE_URL)")
-	*t.DatabaseConnectTimeout = DefaultDatabaseConnectTimeout
-	fs.Var(positiveDuration{t.DatabaseConnectTimeout}, DatabaseConnectTimeout, "bound on one connection attempt to Postgres, TLS and authentication included, when the URL has no connect_timeout (the URL's wins): raising it tolerates a slow network or server at the cost of noticing an unreachable one later")
+	BindConnectTimeout(fs, t.DatabaseConnectTimeout)
 	fs.StringSliceVar(&t.Kafka.Seeds, KafkaSeeds, []string{DefaultKafkaSeeds}, "Kafka bootstrap brokers")
 	fs.StringVar(&t.Kafka.ClientID, "kafka-client-id", clientID, "Kafka client id")
 	fs.DurationVar(&t.Kafka.DialTimeout, "kafka-dial-timeout", kafka.DefaultDialTimeout, "bound on one connection attempt to a broker, TLS and SASL included")

@@ -2,8 +2,6 @@ package connflags_test
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,37 +12,6 @@ import (
 	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/testenv"
 )
-
-// silentListener accepts connections and never writes to them, as a
-// server behind a black-holing proxy or a wedged Postgres would: only a
-// connect timeout ends an attempt to reach it.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 func bind(t *testing.T, args ...string) (*connflags.Connections, error) {
 	t.Helper()
@@ -59,7 +26,7 @@ func bind(t *testing.T, args ...string) (*connflags.Connections, error) {
 // applies, and a real Postgres is reached through the same path.
 func TestDatabaseConnectTimeout(t *testing.T) {
 	t.Parallel()
-	silent := "postgres://doclog:x@" + silentListener(t) + "/doclog?sslmode=disable"
+	silent := "postgres://doclog:x@" + testenv.SilentListener(t) + "/doclog?sslmode=disable"
 	const timeout = 700 * time.Millisecond
 	c, err := bind(t, "--database-url="+silent, "--database-connect-timeout="+timeout.String())
 	require.NoError(t, err)
