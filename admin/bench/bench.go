@@ -104,6 +104,9 @@ type Config struct {
 	AuthToken string
 	// DatabaseURL is doclog's Postgres. Required.
 	DatabaseURL string
+	// DatabaseConnectTimeout bounds each connection attempt when the URL
+	// has no connect_timeout. Default connflags' (10s).
+	DatabaseConnectTimeout time.Duration
 	// Kafka reaches the brokers (ViaKafka, or Embedded).
 	Kafka kafka.Config
 	// TopicPrefix is the prefix of doclog's topics. Embedded runs add a

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/admin/bench/pgprobe"
+	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/redact"
 	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
@@ -79,7 +80,7 @@ func newRunner(ctx context.Context, cfg Config) (_ *runner, err error) {
 		// positions to the benchmark topics' offsets. A fresh schema also
 		// starts every run from empty tables.
 		r.schema, r.baseURL = "doclog_bench_"+id, cfg.DatabaseURL
-		if err = pgprobe.CreateSchema(ctx, r.baseURL, r.schema); err != nil {
+		if err = pgprobe.CreateSchema(ctx, r.baseURL, cfg.DatabaseConnectTimeout, r.schema); err != nil {
 			r.schema = ""
 			return nil, err
 		}
@@ -88,7 +89,7 @@ func newRunner(ctx context.Context, cfg Config) (_ *runner, err error) {
 		}
 		r.cfg = cfg
 	}
-	if r.store, err = postgres.Open(ctx, withPoolSize(cfg.DatabaseURL, 4)); err != nil {
+	if r.store, err = connflags.OpenLog(ctx, withPoolSize(cfg.DatabaseURL, 4), cfg.DatabaseConnectTimeout); err != nil {
 		return nil, err
 	}
 	r.view = docview.NewView(r.store.Pool(), nil)
@@ -133,7 +134,7 @@ func (r *runner) close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := pgprobe.DropSchema(ctx, r.baseURL, r.schema); err != nil {
+	if err := pgprobe.DropSchema(ctx, r.baseURL, r.cfg.DatabaseConnectTimeout, r.schema); err != nil {
 		return fmt.Errorf("the benchmark's schema %s is left behind (drop it by hand): %w", r.schema, err)
 	}
 	return nil

@@ -49,7 +49,7 @@ as smoke tests. docs/benchmarks.md describes the method. --timeout does not
 apply: --duration and --drain bound the run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.DatabaseURL = g.DatabaseURL
+			cfg.DatabaseURL, cfg.DatabaseConnectTimeout = g.DatabaseURL, g.DatabaseConnectTimeout
 			cfg.Kafka = g.kafka()
 			cfg.TopicPrefix = g.topicPrefix
 			cfg = cfg.WithDefaults()

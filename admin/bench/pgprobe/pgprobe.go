@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/doclog/doclog/internal/connflags"
 )
 
 // Activity is a snapshot of the current database's cumulative counters.
@@ -82,19 +84,26 @@ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).
 }
 
 // CreateSchema creates the empty schema name, on one connection of its own.
-func CreateSchema(ctx context.Context, databaseURL, name string) error {
-	return execOnce(ctx, databaseURL, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize(), "creating schema "+name)
+func CreateSchema(ctx context.Context, databaseURL string, connectTimeout time.Duration, name string) error {
+	return execOnce(ctx, databaseURL, connectTimeout, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize(), "creating schema "+name)
 }
 
 // DropSchema drops the schema name and everything in it.
-func DropSchema(ctx context.Context, databaseURL, name string) error {
-	return execOnce(ctx, databaseURL, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE", "dropping schema "+name)
+func DropSchema(ctx context.Context, databaseURL string, connectTimeout time.Duration, name string) error {
+	return execOnce(ctx, databaseURL, connectTimeout, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE", "dropping schema "+name)
 }
 
-func execOnce(ctx context.Context, databaseURL, sql, doing string) error {
-	conn, err := pgx.Connect(ctx, databaseURL)
+// execOnce runs sql on a connection of its own, with the connect timeout
+// the log's pool would have (connflags.PoolConfig: the URL's, else
+// connectTimeout, else the default).
+func execOnce(ctx context.Context, databaseURL string, connectTimeout time.Duration, sql, doing string) error {
+	cfg, err := connflags.PoolConfig(databaseURL, connectTimeout)
 	if err != nil {
-		return fmt.Errorf("%s: connecting: %w", doing, err)
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return fmt.Errorf("%s: connecting: %w", doing, connflags.ExplainConnectTimeout(ctx, err, databaseURL, cfg.ConnConfig.ConnectTimeout))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, sql); err != nil {
