@@ -134,6 +134,8 @@ func TestVerifyCommand(t *testing.T) {
 	code, rep, errOut = verify("--wait", "2m")
 	require.Equal(t, exitOK, code, "findings after the rebuilds: %+v; %s", rep.Findings, errOut)
 	require.True(t, rep.Clean)
+	// The operator's guide's rebuild examples, on the same stack.
+	runExamples(t, "../../docs/operating.md", "## Rebuilding a projection", args)
 }
 
 // TestVerifyReportsIncompleteRun: a run that stopped early says where to
