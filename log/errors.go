@@ -14,6 +14,26 @@ const (
 	NameJobAlreadySettled     = "JobAlreadySettled"
 )
 
+// Named is implemented by every error of doclog that has a stable name: the
+// log's, the model's, the record decoder's and the executor's own failures.
+// The name crosses process and topic boundaries (ErrorInfo.Name, dead
+// letters, quarantines, metrics labels), so once released it never changes.
+type Named interface {
+	error
+	Name() string
+}
+
+// ErrorName returns the name of the first Named error in err's chain, or ""
+// when there is none. It is the one lookup: an error type gets a name by
+// implementing Named, never by a case here.
+func ErrorName(err error) string {
+	var n Named
+	if errors.As(err, &n) {
+		return n.Name()
+	}
+	return ""
+}
+
 // RevisionMismatch reports that a stream's head was not where the append
 // expected it: another writer got there first, or a position in the stream is
 // already taken by a different operation. A conflict, not a fault: reload and
@@ -28,6 +48,7 @@ type RevisionMismatch struct {
 	Index int64
 }
 
+func (e *RevisionMismatch) Name() string { return NameRevisionMismatch }
 func (e *RevisionMismatch) Error() string {
 	if e.OpID != "" {
 		return fmt.Sprintf("revision mismatch on %s: index %d is taken by another operation than %s (expected revision %d, actual %d)",
@@ -44,6 +65,7 @@ type AppendConditionFailed struct {
 	Actual   int64 // the stream's revision when the append was refused
 }
 
+func (e *AppendConditionFailed) Name() string { return NameAppendConditionFailed }
 func (e *AppendConditionFailed) Error() string {
 	return fmt.Sprintf("append condition failed on %s: recorded revision %d, actual %d", e.Stream, e.Recorded, e.Actual)
 }
@@ -58,6 +80,7 @@ type DuplicateOperation struct {
 	Skip     int64
 }
 
+func (e *DuplicateOperation) Name() string { return NameDuplicateOperation }
 func (e *DuplicateOperation) Error() string {
 	return fmt.Sprintf("duplicate operation %s (index %d, skip %d) on %s: already stored in %s",
 		e.OpID, e.Index, e.Skip, e.Stream, e.Existing)
@@ -71,6 +94,7 @@ type InvalidRequest struct {
 	Reason     string
 }
 
+func (e *InvalidRequest) Name() string { return NameInvalidRequest }
 func (e *InvalidRequest) Error() string {
 	return fmt.Sprintf("invalid append request for document %s: %s", e.DocumentID, e.Reason)
 }
@@ -84,6 +108,7 @@ type JobAlreadySettled struct {
 	Status     JobStatus
 }
 
+func (e *JobAlreadySettled) Name() string { return NameJobAlreadySettled }
 func (e *JobAlreadySettled) Error() string {
 	return fmt.Sprintf("job %s of document %s already has a result (%s)", e.JobID, e.DocumentID, e.Status)
 }
@@ -98,34 +123,11 @@ func IsConflict(err error) bool {
 	return errors.As(err, &rm) || errors.As(err, &cf) || errors.As(err, &js)
 }
 
-// ErrorName returns the stable name of a log error, or "" for other errors.
-func ErrorName(err error) string {
-	var (
-		rm *RevisionMismatch
-		cf *AppendConditionFailed
-		do *DuplicateOperation
-		ir *InvalidRequest
-		js *JobAlreadySettled
-	)
-	switch {
-	case errors.As(err, &rm):
-		return NameRevisionMismatch
-	case errors.As(err, &cf):
-		return NameAppendConditionFailed
-	case errors.As(err, &do):
-		return NameDuplicateOperation
-	case errors.As(err, &ir):
-		return NameInvalidRequest
-	case errors.As(err, &js):
-		return NameJobAlreadySettled
-	}
-	return ""
-}
-
 // Unavailable reports that the log's database could not be reached or lost
 // the connection mid-request: nothing is wrong with the request. Callers
 // retry once the database is back, without counting it against a job's
-// retries (DESIGN §6).
+// retries: an outage is not the job's fault. It has no name of its own, since
+// it never settles a job: what it wraps is the driver's error.
 type Unavailable struct {
 	Err error
 }

@@ -136,7 +136,6 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 		var (
 			bv *BusinessRuleViolation
 			ii *InvalidInput
-			n  Named
 		)
 		switch {
 		case errors.As(err, &bv), errors.As(err, &ii):
@@ -145,7 +144,7 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 			if st.Version != version && st.Revision > 0 {
 				st.poisoned = true
 			}
-		case errors.As(err, &n):
+		case declared(err):
 			st.poisoned = true
 		default:
 			st.poisoned = true

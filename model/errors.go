@@ -26,20 +26,28 @@ const (
 	NameSkipBeforeStart          = "SkipBeforeStart"
 )
 
-// Named is implemented by every error of this package.
-type Named interface {
-	error
-	Name() string
-}
+// Named is the log's: every error of this package implements it, as the
+// log's and the executor's own errors do.
+type Named = oplog.Named
 
-// ErrorName returns the stable name of the first named error in err's chain
-// (this package's or the log's), or "" when there is none.
-func ErrorName(err error) string {
-	var n Named
-	if errors.As(err, &n) {
-		return n.Name()
+// ErrorName is oplog.ErrorName, the one lookup: the name of the first Named
+// error in err's chain, or "" when there is none.
+func ErrorName(err error) string { return oplog.ErrorName(err) }
+
+// declared reports whether err's first named error is one of this package's:
+// the errors Apply is documented to return. A reducer's error named by
+// another package (a log conflict, say) is undeclared, and so is reported as
+// a ReducerError like any other undeclared error rather than taken for a
+// verdict of the model's.
+func declared(err error) bool {
+	switch ErrorName(err) {
+	case NameInvalidInput, NameUnknownActionType, NameModelNotFound, NameDocumentNotFound,
+		NameDocumentExists, NameDocumentDeleted, NameReducerError, NameBusinessRuleViolation,
+		NameHashMismatch, NameMissingUpgradeTransition, NameDowngradeNotSupported, NameStreamGap,
+		NameSkipBeforeStart:
+		return true
 	}
-	return oplog.ErrorName(err)
+	return false
 }
 
 // At locates an error: the stream, the index the action would have taken (or

@@ -349,9 +349,9 @@ func change(head Head, st *model.StreamState, ops []oplog.Operation) (*Change, e
 	}, nil
 }
 
-// errorName is the stable name of a model error, or a generic one.
+// errorName is the stable name of a replay's failure, or a generic one.
 func errorName(err error) string {
-	if n := model.ErrorName(err); n != "" {
+	if n := oplog.ErrorName(err); n != "" {
 		return n
 	}
 	return "ApplyFailed"

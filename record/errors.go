@@ -115,6 +115,9 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
+// Name is the stable name of every decode failure, whatever its Type.
+func (e *DecodeError) Name() string { return ErrorName }
+
 // ErrorName is the stable ErrorInfo name of a decode failure.
 const ErrorName = "DecodeError"
 

@@ -38,6 +38,7 @@ type RetriesExhaustedError struct {
 	Last     error
 }
 
+func (e *RetriesExhaustedError) Name() string { return NameRetriesExhausted }
 func (e *RetriesExhaustedError) Error() string {
 	return fmt.Sprintf("gave up after %d attempts: %v", e.Attempts, e.Last)
 }
@@ -51,6 +52,7 @@ type ConflictBudgetExhaustedError struct {
 	Last      error
 }
 
+func (e *ConflictBudgetExhaustedError) Name() string { return NameConflictBudgetExhausted }
 func (e *ConflictBudgetExhaustedError) Error() string {
 	return fmt.Sprintf("lost %d conflicts with concurrent writers: %v", e.Conflicts, e.Last)
 }
@@ -64,6 +66,7 @@ type JobTimeoutError struct {
 	Reason string
 }
 
+func (e *JobTimeoutError) Name() string { return NameJobTimeout }
 func (e *JobTimeoutError) Error() string {
 	return fmt.Sprintf("job did not complete within %s: %s", e.Waited.Round(time.Millisecond), e.Reason)
 }
@@ -73,6 +76,7 @@ type DependencyFailedError struct {
 	Dependency string
 }
 
+func (e *DependencyFailedError) Name() string { return NameDependencyFailed }
 func (e *DependencyFailedError) Error() string {
 	return fmt.Sprintf("dependency %s failed", e.Dependency)
 }
@@ -85,13 +89,14 @@ type DocumentTypeMismatchError struct {
 	StoredType string
 }
 
+func (e *DocumentTypeMismatchError) Name() string { return NameDocumentTypeMismatch }
 func (e *DocumentTypeMismatchError) Error() string {
 	return fmt.Sprintf("document %s is a %s, not a %s", e.DocumentID, e.StoredType, e.JobType)
 }
 
-// ErrorInfo flattens err for storage and transport. The name is the model's
-// or the log's stable name when it has one; a recovered panic gets a cause
-// named Panic.
+// ErrorInfo flattens err for storage and transport. The name is that of the
+// first named error in err's chain (oplog.ErrorName); a recovered panic gets
+// a cause named Panic.
 func ErrorInfo(err error) oplog.ErrorInfo {
 	info := oplog.ErrorInfo{Name: errorName(err), Message: err.Error()}
 	var re *model.ReducerError
@@ -113,30 +118,9 @@ func ErrorInfo(err error) oplog.ErrorInfo {
 	return info
 }
 
+// errorName is the stable name of err, or NameError when it has none.
 func errorName(err error) string {
-	var (
-		re  *RetriesExhaustedError
-		cb  *ConflictBudgetExhaustedError
-		to  *JobTimeoutError
-		df  *DependencyFailedError
-		dtm *DocumentTypeMismatchError
-		de  *record.DecodeError
-	)
-	switch {
-	case errors.As(err, &re):
-		return NameRetriesExhausted
-	case errors.As(err, &cb):
-		return NameConflictBudgetExhausted
-	case errors.As(err, &to):
-		return NameJobTimeout
-	case errors.As(err, &df):
-		return NameDependencyFailed
-	case errors.As(err, &dtm):
-		return NameDocumentTypeMismatch
-	case errors.As(err, &de):
-		return record.ErrorName
-	}
-	if n := model.ErrorName(err); n != "" {
+	if n := oplog.ErrorName(err); n != "" {
 		return n
 	}
 	return NameError
@@ -144,7 +128,7 @@ func errorName(err error) string {
 
 // FailureType classifies a failed job's dead letter by the name of its
 // error, so a failure read back from the log classifies as it did when it
-// happened (seed 001, classifyJobFailure).
+// happened: the name is all a stored result keeps of the error's type.
 func FailureType(info oplog.ErrorInfo) record.ErrorType {
 	switch info.Name {
 	case model.NameInvalidInput, model.NameUnknownActionType, model.NameDowngradeNotSupported, NameDocumentTypeMismatch:

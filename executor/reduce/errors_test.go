@@ -48,3 +48,54 @@ func TestFailureClassification(t *testing.T) {
 	require.NotNil(t, info.Cause)
 	require.Equal(t, model.NameHashMismatch, info.Cause.Name)
 }
+
+// Every named error of doclog reports its documented name through the one
+// lookup, bare and wrapped, since the names are stored in job results and dead
+// letters and must read the same whichever package's error carried them.
+func TestEveryNamedErrorReportsItsName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  oplog.Named
+		name string
+	}{
+		{&oplog.RevisionMismatch{}, "RevisionMismatch"},
+		{&oplog.AppendConditionFailed{}, "AppendConditionFailed"},
+		{&oplog.DuplicateOperation{}, "DuplicateOperation"},
+		{&oplog.InvalidRequest{}, "InvalidRequest"},
+		{&oplog.JobAlreadySettled{}, "JobAlreadySettled"},
+
+		{&model.InvalidInput{}, "InvalidInput"},
+		{&model.UnknownActionType{}, "UnknownActionType"},
+		{&model.ModelNotFound{}, "ModelNotFound"},
+		{&model.DocumentNotFound{}, "DocumentNotFound"},
+		{&model.DocumentExists{}, "DocumentExists"},
+		{&model.DocumentDeleted{}, "DocumentDeleted"},
+		{&model.ReducerError{Err: fmt.Errorf("bad")}, "ReducerError"},
+		{&model.BusinessRuleViolation{}, "BusinessRuleViolation"},
+		{&model.HashMismatch{}, "HashMismatch"},
+		{&model.MissingUpgradeTransition{}, "MissingUpgradeTransition"},
+		{&model.DowngradeNotSupported{}, "DowngradeNotSupported"},
+		{&model.StreamGap{}, "StreamGap"},
+		{&model.SkipBeforeStart{}, "SkipBeforeStart"},
+
+		{&record.DecodeError{}, "DecodeError"},
+
+		{&RetriesExhaustedError{Last: fmt.Errorf("flaky")}, "RetriesExhausted"},
+		{&ConflictBudgetExhaustedError{Last: &oplog.RevisionMismatch{}}, "ConflictBudgetExhausted"},
+		{&JobTimeoutError{}, "JobTimeout"},
+		{&DependencyFailedError{}, "DependencyFailed"},
+		{&DocumentTypeMismatchError{}, "DocumentTypeMismatch"},
+	} {
+		require.Equal(t, tc.name, tc.err.Name(), "%T", tc.err)
+		for _, err := range []error{tc.err, fmt.Errorf("context: %w", tc.err), fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", tc.err))} {
+			require.Equal(t, tc.name, oplog.ErrorName(err), "%T: %v", tc.err, err)
+			require.Equal(t, tc.name, model.ErrorName(err), "%T: %v", tc.err, err)
+			require.Equal(t, tc.name, ErrorInfo(err).Name, "%T: %v", tc.err, err)
+		}
+	}
+	// An error without a name has none, and the outermost name wins.
+	require.Empty(t, oplog.ErrorName(fmt.Errorf("plain")))
+	require.Empty(t, oplog.ErrorName(&oplog.Unavailable{Err: fmt.Errorf("down")}))
+	require.Equal(t, NameError, ErrorInfo(fmt.Errorf("plain")).Name)
+	require.Equal(t, NameRetriesExhausted, oplog.ErrorName(&RetriesExhaustedError{Last: &model.HashMismatch{}}))
+}
