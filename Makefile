@@ -29,11 +29,11 @@ bench: ## Run the Go benchmarks against a real Postgres with fsync on
 	@scripts/bench.sh
 
 .PHONY: bench-pipeline
-bench-pipeline: ## Pipeline benchmark (issue 7): doclogctl bench --embedded --baseline, both modes, 3 runs each, on throwaway Postgres (fsync on) and Kafka
+bench-pipeline: ## Pipeline benchmark (docs/benchmarks.md): doclogctl bench --embedded --baseline, both modes, 3 runs each, on throwaway Postgres (fsync on) and Kafka
 	@scripts/bench-pipeline.sh
 
 .PHONY: bench-latency
-bench-latency: ## Latency target (issue 7): closed-loop single runs, then open-loop runs at half their median rate
+bench-latency: ## Latency target (p99 to READ_READY at half the peak rate): closed-loop single runs, then open-loop runs at half their median rate
 	@HALF_PEAK=1 MODES=single scripts/bench-pipeline.sh
 
 .PHONY: chaos

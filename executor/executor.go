@@ -1,5 +1,5 @@
 // Package executor owns doclog's write path between the jobs topic and the
-// operation log (DESIGN §6): a consumer group on doclog.jobs whose members
+// operation log: a consumer group on doclog.jobs whose members
 // decode each polled batch, look the batch's job ids up in the log (a job
 // that already has a result is re-announced, never reduced again), load each
 // document's stream heads from the write cache, run the reducers action by
@@ -11,8 +11,8 @@
 // re-announcement, so every committed job reaches the write-ready topic at
 // least once, in per-document order, without an outbox table.
 //
-// Failures are accounted as the reference reactor does (seed 001,
-// RetryAccounting): a reducer error or panic fails the job (FAILED, written
+// Failures are accounted by cause, and only the job's own count against
+// its retries: a reducer error or panic fails the job (FAILED, written
 // under the same head guard as the batch's operations); a conflict reloads
 // and retries, exempt from the retry limit but bounded by a conflict budget;
 // an unavailable Postgres or Kafka pauses fetching, fails Ready and retries

@@ -1,4 +1,4 @@
-// Package ingest owns doclog's submit API (DESIGN §5): the HTTP endpoints that
+// Package ingest owns doclog's submit API: the HTTP endpoints that
 // turn a client's request into a doclog.job.v1 record on the jobs topic, and
 // the job status endpoint that reports what became of it.
 //

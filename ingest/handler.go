@@ -55,7 +55,8 @@ type ResultReader interface {
 
 // ReadReadiness tells whether the document view serves a consistency token
 // yet: a WRITE_READY job whose token it has reached is reported READ_READY.
-// The read side implements it (issue 5); until then the handler reports
+// readstore.ReadReadiness implements it over the document view's progress,
+// and `doclog serve` wires it in; without one the handler reports
 // WRITE_READY, which is true. An implementation must be monotone — once it
 // has answered true for a token it must keep doing so — or a job's status
 // would regress.
@@ -83,7 +84,8 @@ type Deps struct {
 	// Registry is the model registry submissions are validated against.
 	// Required.
 	Registry *model.Registry
-	// ReadReady reports READ_READY; nil until the document view provides it.
+	// ReadReady reports READ_READY (readstore.ReadReadiness). Default nil:
+	// a WRITE_READY job is reported WRITE_READY.
 	ReadReady ReadReadiness
 	// Logger logs with job and document ids. Default: no logging.
 	Logger *zap.Logger

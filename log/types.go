@@ -5,7 +5,8 @@
 // Import it with an alias (oplog) so it never shadows the standard library's
 // log; doclog logs through zap.
 //
-// Conventions (DESIGN §3), used everywhere:
+// Conventions used everywhere: in the code, in the records on the topics and
+// in both HTTP APIs:
 //   - index: the 0-based position of an operation in its stream.
 //   - revision: the number of operations in a stream, which is also the index
 //     the next operation takes (0 when the stream is empty).

@@ -12,8 +12,9 @@ import (
 	"unicode/utf8"
 )
 
-// The hash of a scope state is a public contract (DESIGN §3): any other
-// implementation must be able to reproduce it, so the encoding follows
+// The hash of a scope state is a public contract: it is stored with every
+// operation and announced on the topics, and any other implementation must be
+// able to reproduce it from the state alone, so the encoding follows
 // RFC 8785 (JSON Canonicalization Scheme) to the letter rather than whatever
 // encoding/json happens to emit.
 

@@ -174,7 +174,8 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// Header is a document's header as readers see it (DESIGN §3).
+// Header is a document's header as readers see it: the fields every
+// document has, whatever its model.
 type Header struct {
 	ID                string           `json:"id"`
 	DocumentType      string           `json:"documentType"`

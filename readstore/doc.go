@@ -1,5 +1,5 @@
 // Package readstore is doclog's query API over the projections and the
-// operation log (DESIGN §7): documents by id or slug from the document view,
+// operation log: documents by id or slug from the document view,
 // documents by type and by parent and their relationships from the
 // relationship index, a document's operations and its state at a past
 // revision from the log (keyframe plus replay with the model SDK, every hash

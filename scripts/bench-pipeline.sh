@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench-pipeline`: the pipeline benchmark of issue 7. Starts a
+# `make bench-pipeline`: the pipeline benchmark of docs/benchmarks.md. Starts a
 # throwaway Postgres with fsync on and a single-node Kafka, runs
 # `doclogctl bench --embedded --baseline` RUNS times (default 3, for medians)
 # in each of MODES (default "single batch") for DURATION (default 30s), and
@@ -12,12 +12,12 @@
 # for each run, `doclog serve --roles=ingest`, `--roles=executor` and
 # `--roles=projectors` start on a fresh topics prefix, the bench drives
 # them through the ingest API and reports each process's peak RSS (the
-# executor's own, for the issue's RSS target), and the three stop after it.
+# executor's own, for the executor's RSS target), and the three stop after it.
 # Their logs go to OUT/<mode>-<run>-<role>.log.
 #
-# HALF_PEAK=1 measures the latency target of issue 7 as it is stated: after
-# the closed-loop runs of mode single, RUNS open-loop runs at half their
-# median operations/s to READ_READY (halfpeak-<run>.json, a row of its own
+# HALF_PEAK=1 measures the latency target as it is stated (p99 to READ_READY
+# at half the peak rate): after the closed-loop runs of mode single, RUNS
+# open-loop runs at half their median operations/s to READ_READY (halfpeak-<run>.json, a row of its own
 # in the summary). `make bench-latency` runs just that.
 #
 # WARMUP (default 15s, 0 for none) is an unmeasured run of mode single before

@@ -1,6 +1,6 @@
-// Package bench is `doclogctl bench`: workload W1 of issue 7 against a
-// running doclog or one composed in-process (Embedded), measured from the
-// outside.
+// Package bench is `doclogctl bench`: workload W1 (below, and the pipeline
+// section of docs/benchmarks.md) against a running doclog or one composed
+// in-process (Embedded), measured from the outside.
 //
 // W1 is Documents documents of doclog/json receiving MERGE_PATCH actions on
 // their global scope, ActionsPerDocument per round, for Duration. In mode

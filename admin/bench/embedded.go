@@ -21,7 +21,8 @@ const embeddedPoolSize = 20
 // embedded is doclog's write path run in this process by the same
 // composition as `doclog serve` (package app): ingest, the executor and the
 // docview and indexer projectors. Analytics (ClickHouse) is left out: the
-// targets of issue 7 are stated without it.
+// pipeline's targets (docs/benchmarks.md) are stated to READ_READY, which is
+// the document view's, and ClickHouse would only share the two cores.
 type embedded struct {
 	app    *app.App
 	names  kafka.Topics

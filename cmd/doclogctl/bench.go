@@ -25,7 +25,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the pipeline with workload W1: throughput and latency to WRITE_READY and READ_READY",
-		Long: `Measure doclog with workload W1 (issue 7): --documents documents of doclog/json
+		Long: `Measure doclog with workload W1: --documents documents of doclog/json
 receive MERGE_PATCH actions, --actions per round, for --duration. Mode single
 sends one action per job, each document's next job once the previous one was
 acknowledged, all documents at once; mode batch sends one job of --actions

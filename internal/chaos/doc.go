@@ -1,5 +1,6 @@
-// Package chaos is doclog's process-level chaos run (DESIGN §9, `make
-// chaos`). It owns everything the run needs and nothing the pipeline uses:
+// Package chaos is doclog's process-level chaos run (`make chaos`,
+// docs/reliability.md). It owns everything the run needs and nothing the
+// pipeline uses:
 //
 //   - services: a Kafka broker, a Postgres (fsync on) and, unless one is
 //     given, a ClickHouse of the run's own, started with scripts/*.sh;

@@ -39,7 +39,8 @@ type LogConfig struct {
 	// Default "info".
 	Level string
 	// Encoding is "json" or "console". Default "json": production logs are
-	// zap JSON (DESIGN §8); `doclog dev` may choose console for a terminal.
+	// zap JSON, one object a line for a log collector to parse; `doclog dev`
+	// may choose console for a terminal.
 	Encoding string
 	// Development turns on zap's development behaviour, for `doclog dev` and
 	// tests: DPanic logs panic, and warnings carry stack traces, so a

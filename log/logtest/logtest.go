@@ -1,5 +1,5 @@
 // Package logtest is the conformance suite every log.Store backend must pass:
-// the append semantics of DESIGN §4 (conditional append, idempotent replay,
+// the append semantics (conditional append, idempotent replay,
 // the two uniqueness rules, per-request failure inside a batch), the
 // gap-safe tail, and the read and keyframe methods.
 package logtest

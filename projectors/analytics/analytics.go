@@ -284,9 +284,9 @@ type documentRow struct {
 	lastOrdinal    uint64
 }
 
-// keptScopes are the scopes with a revision column; DESIGN §3 names no
-// others. Streams of another scope still count in operation_count when they
-// are in the batch.
+// keptScopes are the scopes with a revision column: the log's three named
+// scopes (log.ScopeDocument, ScopeGlobal, ScopeLocal). Streams of another
+// scope still count in operation_count when they are in the batch.
 var keptScopes = [3]string{oplog.ScopeDocument, oplog.ScopeGlobal, oplog.ScopeLocal}
 
 // documentRows builds the documents row of every document the changes

@@ -114,7 +114,7 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 // OldestTransactionQuery measures, in seconds, how long the oldest
 // transaction still open anywhere on the server has been running (0 when
 // none is). The log's tail reads only below the cluster-wide xmin, so this
-// age is how far the tail can be held back (DESIGN §4). The role running it
+// age is how far the tail can be held back. The role running it
 // needs pg_read_all_stats (or superuser) to see other users' sessions;
 // without it the figure covers only its own.
 const OldestTransactionQuery = `SELECT coalesce(extract(epoch FROM now() - min(xact_start)), 0)::float8
