@@ -18,7 +18,6 @@ import (
 const (
 	DefaultGroup                 = "doclog-executor"
 	DefaultMaxPollRecords        = 1000
-	DefaultKeyframeInterval      = 10
 	DefaultMaxRetries            = 5
 	DefaultRetryBaseDelay        = 100 * time.Millisecond
 	DefaultRetryMaxDelay         = 30 * time.Second
@@ -35,6 +34,11 @@ const (
 	DefaultRebalanceTimeout = time.Minute
 	DefaultFetchMaxWait     = 5 * time.Second
 )
+
+// DefaultKeyframeInterval is the model's: the keyframe rule has one owner
+// (model.KeyframeDue), so the executor cannot drift from the tools that
+// rebuild and validate keyframes.
+const DefaultKeyframeInterval = model.DefaultKeyframeInterval
 
 // Config configures an Executor. The zero value of each optional field means
 // its default; call WithDefaults, then Validate (New does both).

@@ -9,6 +9,7 @@ import (
 	"github.com/doclog/doclog/executor"
 	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/model/builtin"
 )
 
@@ -19,6 +20,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, executor.DefaultGroup, c.Group)
 	require.Equal(t, executor.DefaultMaxRetries, c.MaxRetries)
 	require.EqualValues(t, executor.DefaultKeyframeInterval, c.KeyframeInterval)
+	require.EqualValues(t, model.DefaultKeyframeInterval, c.KeyframeInterval, "the keyframe rule's own default")
 	require.Equal(t, executor.DefaultRetryBaseDelay, c.RetryBaseDelay)
 	require.Equal(t, executor.DefaultRetryMaxDelay, c.RetryMaxDelay)
 	require.Equal(t, executor.DefaultConflictBudget, c.ConflictBudget)
