@@ -138,8 +138,6 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 		"streams whose head state the write cache holds: raising it saves loads from the log for a larger working set at the cost of memory")
 	b.int64(&c.MaxBytes, "executor-cache-max-bytes", cache.DefaultMaxBytes, cache.EntryOverhead,
 		"bytes of canonical JSON the write cache holds (about 5.4 times as much Go heap): raising it saves loads from the log for larger documents at the cost of memory")
-	b.int(&c.HistorySize, "executor-cache-history-size", 0, 0,
-		"older states of a stream kept besides its head (0: none): raising it serves recent past revisions without a replay at the cost of memory per stream")
 	b.int(&c.ReadPageSize, "executor-cache-read-page-size", cache.DefaultReadPageSize, 1,
 		"operations one log read fetches when a stream is rebuilt: raising it rebuilds long streams in fewer round trips at the cost of memory per read")
 

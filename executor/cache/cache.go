@@ -48,10 +48,6 @@ type Config struct {
 	// a cold miss that replayed at least this many operations persists a
 	// keyframe at the head. Default model.DefaultKeyframeInterval.
 	KeyframeInterval int64
-	// HistorySize is how many older snapshots of a stream are kept besides
-	// its head, for reads of recent past revisions. Default 0 (off). The
-	// executor reads only heads: today only the tests read them.
-	HistorySize int
 	// ReadPageSize is how many operations one ReadStream call fetches during
 	// a rebuild. Default 1000.
 	ReadPageSize int
@@ -60,6 +56,11 @@ type Config struct {
 	// stream written before keyframes existed, or one whose keyframe was
 	// bad). Default false: such keyframes are written.
 	NoKeyframeOnRebuild bool
+
+	// historySize is how many older snapshots of a stream are kept besides
+	// its head. The executor reads only heads, so nothing but the tests'
+	// StateAt reads past ones, and no setting exposes it (export_test.go).
+	historySize int
 }
 
 // Defaults.
@@ -95,8 +96,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cache config: MaxBytes must be at least %d, not %d", EntryOverhead, c.MaxBytes)
 	case c.KeyframeInterval < 1:
 		return fmt.Errorf("cache config: KeyframeInterval must be at least 1, not %d", c.KeyframeInterval)
-	case c.HistorySize < 0:
-		return fmt.Errorf("cache config: HistorySize must not be negative, not %d", c.HistorySize)
+	case c.historySize < 0:
+		return fmt.Errorf("cache config: the history size must not be negative, not %d", c.historySize)
 	case c.ReadPageSize < 1:
 		return fmt.Errorf("cache config: ReadPageSize must be at least 1, not %d", c.ReadPageSize)
 	}
@@ -125,7 +126,7 @@ type entry struct {
 	key       oplog.StreamKey
 	partition int32
 	head      *model.StreamState
-	history   []*model.StreamState // oldest first, at most HistorySize
+	history   []*model.StreamState // oldest first, at most historySize
 	weight    int64
 }
 
@@ -195,9 +196,9 @@ func (c *Cache) insert(partition int32, st *model.StreamState) {
 			return
 		}
 		c.bytes -= e.weight
-		if c.cfg.HistorySize > 0 && st.Revision > e.head.Revision {
+		if c.cfg.historySize > 0 && st.Revision > e.head.Revision {
 			e.history = append(e.history, e.head)
-			if over := len(e.history) - c.cfg.HistorySize; over > 0 {
+			if over := len(e.history) - c.cfg.historySize; over > 0 {
 				clear(e.history[:over])
 				e.history = e.history[over:]
 			}

@@ -33,7 +33,7 @@ func TestConfig(t *testing.T) {
 	require.Equal(t, cache.Config{MaxStreams: 10000, MaxBytes: 64 << 20, KeyframeInterval: 10, ReadPageSize: 1000}, cfg)
 	require.NoError(t, cfg.Validate())
 	for _, bad := range []cache.Config{
-		{MaxStreams: -1}, {MaxBytes: 10}, {KeyframeInterval: -2}, {HistorySize: -1}, {ReadPageSize: -5},
+		{MaxStreams: -1}, {MaxBytes: 10}, {KeyframeInterval: -2}, cache.Config{}.WithHistorySize(-1), {ReadPageSize: -5},
 	} {
 		require.Error(t, bad.WithDefaults().Validate(), "%+v", bad)
 	}
@@ -308,7 +308,7 @@ func TestLoadSharedHandsOutTheHeldHead(t *testing.T) {
 func TestHistoryRing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c := b.cache(t, cache.Config{HistorySize: 3})
+	c := b.cache(t, cache.Config{}.WithHistorySize(3))
 	w := b.writer(t, c, 0, "doc-ring", ledgerType)
 	createLedger(w)
 	for range 5 {

@@ -15,6 +15,13 @@ import (
 // Config returns the effective configuration.
 func (c *Cache) Config() Config { return c.cfg }
 
+// WithHistorySize returns the config keeping n older snapshots of each stream
+// besides its head, which StateAt serves without reading the log.
+func (c Config) WithHistorySize(n int) Config {
+	c.historySize = n
+	return c
+}
+
 // Stats are the cache's counters since it was created.
 type Stats struct {
 	Streams int   // streams held now
