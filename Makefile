@@ -37,7 +37,7 @@ bench-latency: ## Latency target (p99 to READ_READY at half the peak rate): clos
 	@HALF_PEAK=1 MODES=single scripts/bench-pipeline.sh
 
 .PHONY: chaos
-chaos: ## Chaos run (DESIGN §9): roles as processes under kill -9, broker and Postgres restarts, a rebalance, cuts; SEED=n or CHAOS_SEEDS="1 2 3 4 5"
+chaos: ## Chaos run (docs/reliability.md): roles as processes under kill -9, broker and Postgres restarts, a rebalance, cuts; SEED=n or CHAOS_SEEDS="1 2 3 4 5"
 	@SEED="$(SEED)" CHAOS_SEEDS="$(CHAOS_SEEDS)" scripts/chaos.sh
 
 .PHONY: clean

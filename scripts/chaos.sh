@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos run (DESIGN §9, docs/reliability.md): every doclog role as its own
+# The chaos run (docs/reliability.md): every doclog role as its own
 # process on a Kafka, a Postgres (fsync on) and a ClickHouse of the run's own,
 # under load with idempotency-key retries, through kill -9 of members and
 # ingest, a broker kill and restart, a Postgres crash restart, a rebalance
