@@ -319,11 +319,7 @@ func (a *App) buildExecutor() error {
 		return err
 	}
 	a.health.AddCheck("executor", func(context.Context) error { return safeUnavailable(ex.Ready()) })
-	a.add(component{
-		name: RoleExecutor,
-		run:  ex.Run,
-		stop: func(context.Context) error { ex.Close(); return nil },
-	})
+	a.add(consumer(RoleExecutor, ex))
 	if a.s.JobResultsRetention > 0 {
 		a.add(a.janitor())
 	}
@@ -399,11 +395,7 @@ func (a *App) addProjector(name string, rc projectors.Config) error {
 		return fmt.Errorf("building projector %s: %w", name, err)
 	}
 	a.health.AddCheck("projector."+name, func(context.Context) error { return r.Ready() })
-	a.add(component{
-		name: "projector." + name,
-		run:  r.Run,
-		stop: func(context.Context) error { r.Close(); return nil },
-	})
+	a.add(consumer("projector."+name, r))
 	return nil
 }
 
@@ -426,6 +418,38 @@ func (a *App) buildReadstore() error {
 }
 
 func (a *App) add(c component) { a.components = append(a.components, c) }
+
+// service is a consumer's lifecycle: the executor's and the runners'.
+type service interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	Done() <-chan struct{}
+	Err() error
+}
+
+// consumer runs a service as a component: its run returns the service's
+// error when it stopped on its own. The end of ctx starts the stop at once,
+// beside the other components', rather than when the app's stop reaches
+// it. Neither stop is bounded by the app's: a consumer bounds its own (the
+// executor's in-flight batch by its ShutdownTimeout), and the pool it
+// writes through must outlive it.
+func consumer(name string, s service) component {
+	return component{
+		name: name,
+		run: func(ctx context.Context) error {
+			if err := s.Start(ctx); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return s.Stop(context.WithoutCancel(ctx))
+			case <-s.Done():
+				return s.Err()
+			}
+		},
+		stop: func(ctx context.Context) error { return s.Stop(context.WithoutCancel(ctx)) },
+	}
+}
 
 // addServer runs an API role's HTTP server until the app stops; a failure
 // to bind its address names setting, the flag that chose it.

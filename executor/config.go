@@ -124,8 +124,8 @@ type Config struct {
 	// ProduceTimeout bounds producing a batch's records; at least 1s.
 	// Default 30s.
 	ProduceTimeout time.Duration
-	// ShutdownTimeout bounds finishing the in-flight batch after Run's
-	// context ends or Close is called. Default 30s.
+	// ShutdownTimeout bounds finishing the in-flight batch after Stop is
+	// called. Default 30s.
 	ShutdownTimeout time.Duration
 	// OffsetCommitInterval is how often, at most, the loop commits the
 	// offsets of the jobs it announced; a member that stops, and a
@@ -144,7 +144,7 @@ type Config struct {
 
 	// afterAppend, when set, runs after each successful Store.Append and
 	// before anything is produced. A non-nil error stops the member at once,
-	// as a crash would: nothing is produced, no offset is committed, and Run
+	// as a crash would: nothing is produced, no offset is committed, and Err
 	// returns the error. Fault-injection tests set it (export_test.go); it
 	// is no setting of a deployment.
 	afterAppend func() error

@@ -59,11 +59,11 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// ErrNotRunning is what Ready reports before Run started and after it ended.
+// ErrNotRunning is what Ready reports before Start and once the member stopped.
 var ErrNotRunning = errors.New("executor is not running")
 
 // crashError carries the error of the after-append hook (Config.afterAppend)
-// out of Run.
+// out of the run.
 type crashError struct{ err error }
 
 func (e *crashError) Error() string { return "stopped by the after-append hook: " + e.err.Error() }

@@ -30,7 +30,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +38,7 @@ import (
 
 	"github.com/doclog/doclog/executor/cache"
 	"github.com/doclog/doclog/executor/reduce"
+	"github.com/doclog/doclog/internal/lifecycle"
 	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
@@ -63,7 +63,7 @@ type StreamCache interface {
 }
 
 // Executor is one member of the executor group. Create it with New, start it
-// with Run, stop it by cancelling Run's context or with Close.
+// with Start, stop it with Stop.
 type Executor struct {
 	cfg     Config
 	log     *zap.Logger
@@ -100,15 +100,13 @@ type Executor struct {
 	readyMu  sync.Mutex
 	readyErr error
 
-	started   atomic.Bool
-	stopCtx   context.Context
-	stop      context.CancelFunc
-	done      chan struct{}
-	closeOnce sync.Once
+	life lifecycle.Lifecycle
+	// stopCtx ends at Stop; set by Start, read by the loop.
+	stopCtx context.Context
 }
 
 // New validates the configuration and creates the member's Kafka client.
-// It does not join the group until Run.
+// It does not join the group until Start.
 func New(cfg Config) (*Executor, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -122,7 +120,6 @@ func New(cfg Config) (*Executor, error) {
 		reducer:  &reduce.Reducer{Registry: cfg.Registry, KeyframeInterval: cfg.KeyframeInterval, Logger: cfg.Logger},
 		parts:    map[int32]*partition{},
 		readyErr: ErrNotRunning,
-		done:     make(chan struct{}),
 	}
 	reg := cfg.Registerer
 	if reg == nil {
@@ -180,13 +177,13 @@ func New(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("create executor: %w", err)
 	}
 	e.cl = cl
-	e.stopCtx, e.stop = context.WithCancel(context.Background())
 	return e, nil
 }
 
 // Ready reports whether the member is doing its work, for /readyz: nil
 // while it runs with its dependencies reachable, *UnavailableError while
-// Postgres or Kafka cannot be reached, ErrNotRunning outside Run.
+// Postgres or Kafka cannot be reached, ErrNotRunning before Start and once
+// the member stopped.
 func (e *Executor) Ready() error {
 	e.readyMu.Lock()
 	defer e.readyMu.Unlock()
@@ -199,20 +196,53 @@ func (e *Executor) setReady(err error) {
 	e.readyMu.Unlock()
 }
 
-// Run consumes jobs until ctx ends or Close is called, then finishes the
-// in-flight batch (within ShutdownTimeout), commits its offsets and leaves
-// the group. It returns nil after such a stop; it may be called once.
-func (e *Executor) Run(ctx context.Context) error {
-	if !e.started.CompareAndSwap(false, true) {
-		return errors.New("executor run: already started")
+// Start joins the group and consumes jobs in a goroutine of its own, and
+// returns at once; ctx bounds the start only. It fails when the member was
+// started or stopped before.
+//
+// The member runs until Stop, or until a fatal error stops it on its own
+// (only the after-append test hook's, today): then Done is closed, Err
+// returns the error, and the member, as a crash would, commits nothing and
+// does not leave the group.
+func (e *Executor) Start(ctx context.Context) error {
+	err := e.life.Start(ctx, func(stop context.Context) (func() error, error) {
+		e.stopCtx = stop
+		e.start = time.Now()
+		e.setReady(nil)
+		e.log.Info("executor started", zap.String("group", e.cfg.Group), zap.String("topic", e.cfg.Topics.Jobs))
+		return e.run, nil
+	})
+	if err != nil {
+		return fmt.Errorf("executor: %w", err)
 	}
-	defer close(e.done)
-	if e.stopCtx.Err() != nil {
-		e.cl.Close()
-		return nil
+	return nil
+}
+
+// Stop stops consuming, finishes the in-flight batch (within
+// ShutdownTimeout), commits its offsets and leaves the group, and waits for
+// all that, or for ctx to end (then it returns ctx's error and the member
+// goes on stopping). Stopping twice, or a member never started (whose
+// client it closes), is harmless. Stop does not return the fatal error of
+// a member that stopped on its own: Err does.
+func (e *Executor) Stop(ctx context.Context) error {
+	if err := e.life.Stop(ctx, e.cl.Close); err != nil {
+		return fmt.Errorf("executor: %w", err)
 	}
-	stopWatch := context.AfterFunc(ctx, e.stop)
-	defer stopWatch()
+	return nil
+}
+
+// Done is closed once the member has stopped, after Stop or on a fatal
+// error.
+func (e *Executor) Done() <-chan struct{} { return e.life.Done() }
+
+// Err is the fatal error that stopped the member on its own, once Done is
+// closed; nil after a Stop, and while it runs.
+func (e *Executor) Err() error { return e.life.Err() }
+
+// run consumes until the stop, then finishes the in-flight batch, commits
+// its offsets and leaves the group. It returns nil after a stop, the
+// hook's error after a crash.
+func (e *Executor) run() error {
 	// The in-flight batch finishes with its own context, which ends only
 	// ShutdownTimeout after the stop: a stop must not abort an append.
 	work, cancelWork := context.WithCancel(context.Background())
@@ -232,11 +262,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 		timerMu.Unlock()
 	}()
-
-	e.start = time.Now()
-	e.setReady(nil)
 	defer e.setReady(ErrNotRunning)
-	e.log.Info("executor started", zap.String("group", e.cfg.Group), zap.String("topic", e.cfg.Topics.Jobs))
 
 	err := e.loop(work)
 	var crash *crashError
@@ -257,18 +283,4 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	e.log.Info("executor stopped")
 	return err
-}
-
-// Close stops Run and waits for it to return (or closes the client if Run
-// never started). Calling it more than once is harmless.
-func (e *Executor) Close() {
-	e.closeOnce.Do(func() {
-		e.stop()
-		if !e.started.CompareAndSwap(false, true) {
-			<-e.done
-			return
-		}
-		close(e.done)
-		e.cl.Close()
-	})
 }

@@ -63,7 +63,16 @@ func runMemberProcess(raw string) int {
 		fmt.Fprintln(os.Stderr, "member process: new executor:", err)
 		return 2
 	}
-	if err := e.Run(ctx); err != nil {
+	if err := e.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "member process: start:", err)
+		return 1
+	}
+	select {
+	case <-ctx.Done():
+	case <-e.Done():
+	}
+	_ = e.Stop(context.Background())
+	if err := e.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "member process: run:", err)
 		return 1
 	}

@@ -124,35 +124,33 @@ func (b *bundle) config() executor.Config {
 
 // member is a running executor.
 type member struct {
-	e    *executor.Executor
-	done chan struct{}
-	err  error // Run's result, once done is closed
+	e *executor.Executor
 }
 
 func (b *bundle) start(cfg executor.Config) *member {
 	b.t.Helper()
 	e, err := executor.New(cfg)
 	require.NoError(b.t, err)
-	m := &member{e: e, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		m.err = e.Run(context.Background())
-	}()
+	require.NoError(b.t, e.Start(context.Background()))
+	m := &member{e: e}
 	b.t.Cleanup(m.stop)
 	return m
 }
 
-// stop closes the member and waits for Run to return.
+// stop stops the member and waits for it to stop.
 func (m *member) stop() {
-	m.e.Close()
-	m.wait(30 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.e.Stop(ctx); err != nil {
+		panic(fmt.Sprintf("executor did not stop: %v", err))
+	}
 }
 
-// wait waits for Run to return and gives its result.
+// wait waits for the member to stop and gives its fatal error.
 func (m *member) wait(within time.Duration) error {
 	select {
-	case <-m.done:
-		return m.err
+	case <-m.e.Done():
+		return m.e.Err()
 	case <-time.After(within):
 		panic(fmt.Sprintf("executor did not stop within %s", within))
 	}

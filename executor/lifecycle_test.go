@@ -24,9 +24,9 @@ import (
 	"github.com/doclog/doclog/record"
 )
 
-// The lifecycle against franz-go's in-process cluster: Ready follows Run,
-// a stop finishes the work, commits every offset and leaves the group, and
-// closing twice (or running after Close) is harmless.
+// The lifecycle against franz-go's in-process cluster: Ready follows Start
+// and Stop, a stop finishes the work, commits every offset and leaves the
+// group, stopping twice is harmless and starting again is refused.
 func TestLifecycleOnKfake(t *testing.T) {
 	t.Parallel()
 	names := kafka.TopicNames(testenv.UniqueName(t, "t_") + ".")
@@ -49,8 +49,7 @@ func TestLifecycleOnKfake(t *testing.T) {
 	e, err := executor.New(cfg)
 	require.NoError(t, err)
 	require.ErrorIs(t, e.Ready(), executor.ErrNotRunning)
-	done := make(chan error, 1)
-	go func() { done <- e.Run(context.Background()) }()
+	require.NoError(t, e.Start(context.Background()))
 
 	producer, err := kafka.NewClient(kcfg, nil)
 	require.NoError(t, err)
@@ -69,11 +68,12 @@ func TestLifecycleOnKfake(t *testing.T) {
 	})
 	require.NoError(t, e.Ready())
 
-	e.Close()
-	e.Close()
-	require.NoError(t, <-done)
+	require.NoError(t, e.Stop(context.Background()))
+	require.NoError(t, e.Stop(context.Background()))
+	<-e.Done()
+	require.NoError(t, e.Err())
 	require.ErrorIs(t, e.Ready(), executor.ErrNotRunning)
-	require.ErrorContains(t, e.Run(context.Background()), "already started")
+	require.ErrorContains(t, e.Start(context.Background()), "already stopped")
 
 	adm := kadm.NewClient(producer)
 	ends, err := adm.ListEndOffsets(context.Background(), names.Jobs)
@@ -91,11 +91,12 @@ func TestLifecycleOnKfake(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, described["executors"].Members, "the member left the group")
 
-	// Closing a member that never ran is harmless too.
+	// Stopping a member that never started is harmless too.
 	idle, err := executor.New(cfg)
 	require.NoError(t, err)
-	idle.Close()
-	idle.Close()
+	require.NoError(t, idle.Stop(context.Background()))
+	require.NoError(t, idle.Stop(context.Background()))
+	require.ErrorContains(t, idle.Start(context.Background()), "already stopped")
 }
 
 // Kafka refuses every produce for a while (franz-go's in-process cluster
@@ -151,11 +152,10 @@ func TestProduceOutageOnKfake(t *testing.T) {
 		Logger:         zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
 	})
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- e.Run(context.Background()) }()
+	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(func() {
-		e.Close()
-		require.NoError(t, <-done)
+		require.NoError(t, e.Stop(context.Background()))
+		require.NoError(t, e.Err())
 	})
 	waitFor(t, 10*time.Second, "the member reports Kafka unavailable", func() bool {
 		var ue *executor.UnavailableError

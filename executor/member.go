@@ -157,7 +157,7 @@ func (e *Executor) nextWake(now time.Time) time.Time {
 // the loop announced and has not committed yet (see OffsetCommitInterval)
 // is committed first for revoked partitions, so that their next owner does
 // not announce it again; a cancelled context means the client is closing,
-// and Run has committed already.
+// and the run has committed already.
 func (e *Executor) drop(ctx context.Context, how string, m map[string][]int32) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

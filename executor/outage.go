@@ -10,7 +10,7 @@ import (
 	"github.com/doclog/doclog/internal/backoff"
 )
 
-// clock is the executor's clock for job timeouts: time since Run started
+// clock is the executor's clock for job timeouts: time since Start
 // minus the time a dependency was unavailable.
 func (e *Executor) clock(now time.Time) time.Duration {
 	c := now.Sub(e.start) - e.unavailable

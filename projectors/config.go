@@ -78,7 +78,7 @@ type Config struct {
 	// disables it.
 	HeadCacheBytes int64
 	// ReconcileInterval is how often the reconciler compares the log's
-	// stream heads with the projection (a first pass runs when Run starts).
+	// stream heads with the projection (a first pass runs at Start).
 	// It is what heals a lost last record of a document, which no later
 	// record reveals. Default 30s; negative disables it (tests that want a
 	// deterministic pass call Reconcile).

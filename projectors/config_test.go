@@ -73,9 +73,9 @@ func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	r, err := projectors.New(validConfig(t))
 	require.NoError(t, err)
-	require.Error(t, r.Ready(), "not running before Run")
-	r.Close()
-	r.Close() // harmless
-	require.Error(t, r.Run(context.Background()), "a closed runner does not start")
+	require.Error(t, r.Ready(), "not running before Start")
+	require.NoError(t, r.Stop(context.Background()))
+	require.NoError(t, r.Stop(context.Background())) // harmless
+	require.Error(t, r.Start(context.Background()), "a stopped runner does not start")
 	require.Error(t, r.Ready())
 }

@@ -181,14 +181,16 @@ func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("rebuild %s: %w", live, err)
 	}
-	defer r.Close()
+	// Stopped without a bound, as the switch waits for nothing of the
+	// runner's once it is done, and the runner bounds its own stop.
+	defer func() { _ = r.Stop(context.Background()) }()
 	logger.Info("rebuild: building from the log", zap.Int("partitions", len(seed)))
 	if rep.Built, err = r.Reconcile(ctx); err != nil {
 		return rep, fmt.Errorf("rebuild %s: build from the log: %w", live, err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = r.Run(runCtx) }()
+	if err := r.Start(ctx); err != nil {
+		return rep, fmt.Errorf("rebuild %s: %w", live, err)
+	}
 
 	start := time.Now()
 	err = Wait(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
@@ -205,8 +207,7 @@ func Rebuild(ctx context.Context, cfg Config) (RebuildReport, error) {
 	}
 	switched = true
 	rep.CatchUp = time.Since(start)
-	stop()
-	r.Close()
+	_ = r.Stop(context.Background())
 	// The switch is done whatever happens to ctx now: the old tables go
 	// even when it ends meanwhile.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

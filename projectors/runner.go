@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/internal/depwait"
+	"github.com/doclog/doclog/internal/lifecycle"
 	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
@@ -23,7 +24,7 @@ import (
 
 // Runner drives one projector: a consumer group on the write-ready topic
 // whose partitions are fenced by epochs stored with their checkpoints, and a
-// reconciler. Create it with New, start it with Run, stop it with Close.
+// reconciler. Create it with New, start it with Start, stop it with Stop.
 type Runner struct {
 	cfg    Config
 	name   string
@@ -32,11 +33,11 @@ type Runner struct {
 	logger *zap.Logger
 	cl     *kgo.Client
 
+	life lifecycle.Lifecycle
+
 	mu              sync.Mutex
 	parts           map[int32]*partition
-	running, closed bool
-	cancel          context.CancelFunc
-	done            chan struct{}
+	running         bool
 	lastBatchAt     time.Time
 	lastErr         error
 	lastErrAt       time.Time
@@ -44,10 +45,9 @@ type Runner struct {
 	reconcileErr    error
 	quarantined     int
 
-	closeOnce sync.Once
-	hooks     hooks
+	hooks hooks
 
-	// Owned by Run's goroutine: checkpoints of polls that had nothing to
+	// Owned by the run's goroutine: checkpoints of polls that had nothing to
 	// write, and when the last batch transaction committed (see handle).
 	deferred map[int32]kgo.EpochOffset
 	lastTx   time.Time
@@ -70,7 +70,7 @@ type partition struct {
 }
 
 // New validates cfg and creates the runner's Kafka client; nothing is
-// consumed until Run.
+// consumed until Start.
 func New(cfg Config) (*Runner, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -109,21 +109,48 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-// Run consumes until ctx ends or Close is called, and returns nil then. It
-// returns an error only when the runner was already started or closed.
-// Failures while running never end it: they are retried, logged, counted and
-// reported by Ready.
-func (r *Runner) Run(ctx context.Context) error {
-	r.mu.Lock()
-	if r.running || r.closed {
+// Start starts consuming in a goroutine of its own and returns at once; ctx
+// bounds the start only. It fails when the runner was started or stopped
+// before. Failures while running never stop the runner: they are retried,
+// logged, counted and reported by Ready.
+func (r *Runner) Start(ctx context.Context) error {
+	err := r.life.Start(ctx, func(ctx context.Context) (func() error, error) {
+		r.mu.Lock()
+		r.running = true
 		r.mu.Unlock()
-		return fmt.Errorf("projector %s: runner already started or closed", r.name)
+		return func() error {
+			r.run(ctx)
+			r.release()
+			return nil
+		}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("projector %s: %w", r.name, err)
 	}
+	return nil
+}
+
+// Stop stops consuming, commits what waits, leaves the group and waits for
+// all that, or for ctx to end (then it returns ctx's error and the runner
+// goes on stopping). Stopping twice, or a runner never started, is
+// harmless; a runner never started leaves the group too.
+func (r *Runner) Stop(ctx context.Context) error {
+	if err := r.life.Stop(ctx, r.release); err != nil {
+		return fmt.Errorf("projector %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// Done is closed once the runner has stopped.
+func (r *Runner) Done() <-chan struct{} { return r.life.Done() }
+
+// Err is nil: a runner retries every failure rather than stop on one. It is
+// there so that a runner has the lifecycle of the executor.
+func (r *Runner) Err() error { return r.life.Err() }
+
+// run consumes until ctx ends.
+func (r *Runner) run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	r.running, r.cancel, r.done = true, cancel, make(chan struct{})
-	done := r.done
-	r.mu.Unlock()
-	defer close(done)
 	defer cancel()
 
 	var wg sync.WaitGroup
@@ -196,28 +223,17 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.running = false
 	r.mu.Unlock()
 	r.logger.Info("projector stopped")
-	return nil
 }
 
-// Close stops Run, waits for it, and leaves the group. Closing twice is
-// harmless.
-func (r *Runner) Close() {
-	r.closeOnce.Do(func() {
-		r.mu.Lock()
-		r.closed = true
-		cancel, done := r.cancel, r.done
-		r.mu.Unlock()
-		if cancel != nil {
-			cancel()
-			<-done
-		}
-		r.cl.Close()
-		ctx, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancelLeave()
-		if err := kafka.Leave(ctx, r.cfg.Kafka, r.cfg.Group, r.logger); err != nil {
-			r.logger.Warn("could not leave the group: the partitions move when the session times out", zap.Error(err))
-		}
-	})
+// release closes the client and leaves the group, once the run (if any)
+// returned.
+func (r *Runner) release() {
+	r.cl.Close()
+	ctx, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelLeave()
+	if err := kafka.Leave(ctx, r.cfg.Kafka, r.cfg.Group, r.logger); err != nil {
+		r.logger.Warn("could not leave the group: the partitions move when the session times out", zap.Error(err))
+	}
 }
 
 // adjustOffsets runs when partitions are assigned: it bumps each one's epoch

@@ -44,8 +44,8 @@ func TestRandomWorkloadEqualsReplayAndRedeliveryChangesNothing(t *testing.T) {
 
 	// Re-deliver everything: forget the checkpoints and run new members
 	// of new groups, so nothing remembers where the projectors were.
-	view.Close()
-	index.Close()
+	require.NoError(t, view.Stop(context.Background()))
+	require.NoError(t, index.Stop(context.Background()))
 	_, err := b.Pool.Exec(context.Background(), `UPDATE projector_checkpoints SET next_offset = -1`)
 	require.NoError(t, err)
 	b.startBoth(t, "-again")
@@ -86,18 +86,13 @@ func TestKilledMidBatchResumes(t *testing.T) {
 		}
 		r, err := projectors.NewWithHooks(cfg, inTx, afterTx)
 		require.NoError(t, err)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = r.Run(context.Background())
-		}()
+		require.NoError(t, r.Start(context.Background()))
 		select {
 		case <-stopped:
 		case <-time.After(60 * time.Second):
 			t.Fatalf("%s: the third batch never started", stage)
 		}
-		r.Close() // the batch is abandoned where it stands
-		<-done
+		require.NoError(t, r.Stop(context.Background())) // the batch is abandoned where it stands
 		// More jobs arrive while the projector is down.
 		b.Publish(w.Random("k"+stage, 5, 20)...)
 	}
@@ -286,7 +281,7 @@ func TestRebalanceMovesPartitionsWithoutLossOrDoubleApply(t *testing.T) {
 	b.Eventually(func() bool { return len(second.Status().Partitions) > 0 && len(first.Status().Partitions) < 4 },
 		60*time.Second, "the second member was not given partitions")
 	b.Publish(w.Random("r2", 20, 60)...)
-	first.Close()
+	require.NoError(t, first.Stop(context.Background()))
 	b.Eventually(func() bool { return len(second.Status().Partitions) == 4 }, 60*time.Second, "the partitions did not move to the second member")
 	b.Publish(w.Random("r3", 10, 40)...)
 	want, failed := b.Replay()
@@ -531,15 +526,8 @@ func TestIdlePollsDeferTheirCheckpoints(t *testing.T) {
 	cfg.OffsetCommitInterval = time.Hour
 	r, err := projectors.New(cfg)
 	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.Run(context.Background())
-	}()
-	defer func() {
-		r.Close()
-		<-done
-	}()
+	require.NoError(t, r.Start(context.Background()))
+	defer func() { require.NoError(t, r.Stop(context.Background())) }()
 	b.Publish(create)
 	b.Eventually(func() bool { return b.checkpointed(t, indexer.Name) == 1 }, 30*time.Second, "the create job was not checkpointed")
 
@@ -555,8 +543,7 @@ func TestIdlePollsDeferTheirCheckpoints(t *testing.T) {
 	require.Equal(t, float64(1), metric(t, reg, "doclog_projector_batches_total", "", ""), "a poll with nothing to write ran a transaction")
 	require.Equal(t, int64(1), b.checkpointed(t, indexer.Name), "the idle polls' checkpoints wait")
 
-	r.Close()
-	<-done
+	require.NoError(t, r.Stop(context.Background()))
 	require.Equal(t, b.endOffsets(t), b.checkpointed(t, indexer.Name), "stopping writes the deferred checkpoints")
 	require.Equal(t, float64(2), metric(t, reg, "doclog_projector_batches_total", "", ""))
 }

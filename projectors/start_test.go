@@ -136,7 +136,7 @@ func TestStartPosition(t *testing.T) {
 
 	// Stopped, then written to, then started again: it resumes from its
 	// checkpoint, not from a later end of the topic.
-	runLatest.Close()
+	require.NoError(t, runLatest.Stop(context.Background()))
 	again, err := w.Job(old[2], w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"while": "down"}))
 	require.NoError(t, err)
 	b.Publish(again)

@@ -114,20 +114,22 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return fail(err)
 	}
 
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{}, 1+len(runners))
-	go func() { _ = ex.Run(runCtx); done <- struct{}{} }()
-	for _, r := range runners {
-		go func() { _ = r.Run(runCtx); done <- struct{}{} }()
-	}
+	// Stopped without a bound: each bounds its own stop, and the pool they
+	// write through must outlive them.
 	stopConsumers := func() {
-		cancel()
-		for range 1 + len(runners) {
-			<-done
-		}
-		ex.Close()
+		_ = ex.Stop(context.Background())
 		for _, r := range runners {
-			r.Close()
+			_ = r.Stop(context.Background())
+		}
+	}
+	if err := ex.Start(ctx); err != nil {
+		stopConsumers()
+		return fail(err)
+	}
+	for _, r := range runners {
+		if err := r.Start(ctx); err != nil {
+			stopConsumers()
+			return fail(err)
 		}
 	}
 	if err := in.Start(ctx); err != nil {

@@ -102,20 +102,13 @@ func (e *Env) Config(p projectors.Projector, group string) projectors.Config {
 	}
 }
 
-// Start creates and runs a runner, closed when the test ends.
+// Start creates and starts a runner, stopped when the test ends.
 func (e *Env) Start(cfg projectors.Config) *projectors.Runner {
 	e.T.Helper()
 	r, err := projectors.New(cfg)
 	require.NoError(e.T, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.Run(context.Background())
-	}()
-	e.T.Cleanup(func() {
-		r.Close()
-		<-done
-	})
+	require.NoError(e.T, r.Start(context.Background()))
+	e.T.Cleanup(func() { require.NoError(e.T, r.Stop(context.Background())) })
 	return r
 }
 
