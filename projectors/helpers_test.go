@@ -212,3 +212,9 @@ func (b *bundle) startBoth(t *testing.T, suffix string) (*projectors.Runner, *pr
 	t.Helper()
 	return b.Start(b.Config(docview.Projector{}, "docview"+suffix)), b.Start(b.Config(indexer.Projector{}, "indexer"+suffix))
 }
+
+// viewReached reports whether the document view has applied every
+// coordinate of the token, as the read store's wait on it decides.
+func (b *bundle) viewReached(ctx context.Context, token oplog.ConsistencyToken) (bool, error) {
+	return projectors.Reached(ctx, token, docview.Name, b.view.AppliedIndexes, b.Store, nil)
+}

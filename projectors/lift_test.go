@@ -70,7 +70,7 @@ func TestLiftReplaysWhatWaited(t *testing.T) {
 	applied, err := b.view.AppliedIndexes(ctx, []oplog.StreamKey{badKey})
 	require.NoError(t, err)
 	require.Equal(t, before, applied[badKey], "the quarantined stream waits")
-	_, err = b.view.Reached(ctx, more[2].ConsistencyToken)
+	_, err = b.viewReached(ctx, more[2].ConsistencyToken)
 	var qe *projectors.QuarantinedError
 	require.ErrorAs(t, err, &qe)
 
@@ -86,7 +86,7 @@ func TestLiftReplaysWhatWaited(t *testing.T) {
 	require.Empty(t, qs)
 	require.True(t, b.caughtUp(t, want, false), "the lift itself applied what waited")
 	b.requireViewEqualsReplay(t, want)
-	ok, err := b.view.Reached(ctx, more[2].ConsistencyToken)
+	ok, err := b.viewReached(ctx, more[2].ConsistencyToken)
 	require.NoError(t, err)
 	require.True(t, ok)
 

@@ -252,7 +252,7 @@ func TestHashMismatchQuarantinesTheStreamOnly(t *testing.T) {
 	require.Equal(t, badIndex, qs[0].Index)
 	require.Equal(t, model.NameHashMismatch, qs[0].ErrorName)
 
-	_, err = b.view.Reached(context.Background(), later.ConsistencyToken)
+	_, err = b.viewReached(context.Background(), later.ConsistencyToken)
 	var qe *projectors.QuarantinedError
 	require.ErrorAs(t, err, &qe)
 	require.Equal(t, badKey, qe.Stream)
@@ -262,7 +262,7 @@ func TestHashMismatchQuarantinesTheStreamOnly(t *testing.T) {
 	require.Equal(t, 1, rep.Quarantined)
 	require.Equal(t, 1, view.Status().Quarantined)
 	require.NoError(t, view.Ready(), "a quarantine does not stop the other streams")
-	ok, err := b.view.Reached(context.Background(), recs[len(recs)-1].ConsistencyToken)
+	ok, err := b.viewReached(context.Background(), recs[len(recs)-1].ConsistencyToken)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, errors.Is(err, context.DeadlineExceeded))

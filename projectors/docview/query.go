@@ -153,14 +153,6 @@ JOIN document_snapshots s ON s.document_id = k.d AND s.scope = k.s AND s.branch 
 	return out, nil
 }
 
-// Reached reports whether the view has applied every coordinate of the
-// token. A coordinate on a quarantined stream that is not reached yet is a
-// *projectors.QuarantinedError: it cannot be reached until the quarantine is
-// lifted (the read store answers 409).
-func (v *View) Reached(ctx context.Context, token oplog.ConsistencyToken) (bool, error) {
-	return projectors.Reached(ctx, token, Name, v.AppliedIndexes, v.store, nil)
-}
-
 func deref(s *string) string {
 	if s == nil {
 		return ""

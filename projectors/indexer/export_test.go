@@ -1,6 +1,12 @@
 package indexer
 
-import "context"
+import (
+	"context"
+	"time"
+
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/projectors"
+)
 
 // Pages over Find and Links for the tests, in the shapes they read best.
 
@@ -35,4 +41,18 @@ func (x *Index) Children(ctx context.Context, parentID, branch, cursor string, l
 // type).
 func (x *Index) Incoming(ctx context.Context, targetID, branch, relType, cursor string, limit int) (RelationshipPage, error) {
 	return x.linkPage(ctx, LinkQuery{DocumentID: targetID, Branch: branch, Direction: DirectionIn, Type: relType}, cursor, limit)
+}
+
+// Reached reports whether the index has applied every document-scope
+// coordinate of the token (the only scope it serves; other coordinates do
+// not bear on its reads). A quarantined stream short of its coordinate is a
+// *projectors.QuarantinedError.
+func (x *Index) Reached(ctx context.Context, token oplog.ConsistencyToken) (bool, error) {
+	return projectors.Reached(ctx, token, Name, x.AppliedIndexes, x.store, func(c oplog.Coordinate) bool { return c.Scope == oplog.ScopeDocument })
+}
+
+// Wait polls Reached every interval until the token is reached, a stream is
+// quarantined, or ctx ends.
+func (x *Index) Wait(ctx context.Context, token oplog.ConsistencyToken, interval time.Duration) error {
+	return projectors.Wait(ctx, interval, func(ctx context.Context) (bool, error) { return x.Reached(ctx, token) })
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -308,18 +307,4 @@ JOIN documents d ON d.document_id = k.id AND d.branch = k.b`, ids, branches)
 		return nil, fmt.Errorf("indexer: applied indexes: %w", err)
 	}
 	return out, nil
-}
-
-// Reached reports whether the index has applied every document-scope
-// coordinate of the token (the only scope it serves; other coordinates do
-// not bear on its reads). A quarantined stream short of its coordinate is a
-// *projectors.QuarantinedError.
-func (x *Index) Reached(ctx context.Context, token oplog.ConsistencyToken) (bool, error) {
-	return projectors.Reached(ctx, token, Name, x.AppliedIndexes, x.store, func(c oplog.Coordinate) bool { return c.Scope == oplog.ScopeDocument })
-}
-
-// Wait polls Reached every interval until the token is reached, a stream is
-// quarantined, or ctx ends.
-func (x *Index) Wait(ctx context.Context, token oplog.ConsistencyToken, interval time.Duration) error {
-	return projectors.Wait(ctx, interval, func(ctx context.Context) (bool, error) { return x.Reached(ctx, token) })
 }
