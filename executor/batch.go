@@ -485,6 +485,7 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 		for _, jr := range res.Jobs {
 			byID[jr.JobID] = jr
 		}
+		committed := reduce.NewCommitted(res)
 		for i, p := range dw.included {
 			jr, ok := byID[p.job.JobID]
 			if !ok {
@@ -495,7 +496,7 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 			if jr.Status == oplog.JobWriteReady && p.job.SubmittedAtUtcMs > 0 {
 				e.m.latency.Observe(max(float64(time.Now().UnixMilli()-p.job.SubmittedAtUtcMs), 0) / 1000)
 			}
-			e.announce(p, jr, reduce.Stored(dw.built[i], res), now)
+			e.announce(p, jr, committed.Stored(dw.built[i]), now)
 		}
 		return
 	}

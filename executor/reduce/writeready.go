@@ -15,18 +15,40 @@ import (
 // with what only the log assigns (ordinal, transaction id, write time)
 // taken from its rows. A replay wrote nothing, and the job's operations
 // are the rows stored before, which res holds; they are the log's, and
-// may differ from what this reduce built from heads that were stale.
+// may differ from what this reduce built from heads that were stale. For
+// the jobs of one result, index it once with NewCommitted.
 func Stored(built []oplog.Operation, res *oplog.AppendResult) []oplog.Operation {
-	if res.Replayed {
-		return res.Operations
+	return NewCommitted(res).Stored(built)
+}
+
+// Committed is an append result with its rows indexed by operation id, so
+// that each of the result's jobs finds its rows without a pass over all of
+// them.
+type Committed struct {
+	res  *oplog.AppendResult
+	rows map[string]*oplog.Operation
+}
+
+// NewCommitted indexes res.
+func NewCommitted(res *oplog.AppendResult) *Committed {
+	c := &Committed{res: res}
+	if !res.Replayed {
+		c.rows = make(map[string]*oplog.Operation, len(res.Operations))
+		for i := range res.Operations {
+			c.rows[res.Operations[i].OpID] = &res.Operations[i]
+		}
 	}
-	rows := make(map[string]*oplog.Operation, len(res.Operations))
-	for i := range res.Operations {
-		rows[res.Operations[i].OpID] = &res.Operations[i]
+	return c
+}
+
+// Stored is the package function Stored for one job of the result.
+func (c *Committed) Stored(built []oplog.Operation) []oplog.Operation {
+	if c.res.Replayed {
+		return c.res.Operations
 	}
 	out := slices.Clone(built)
 	for i := range out {
-		if row := rows[out[i].OpID]; row != nil {
+		if row := c.rows[out[i].OpID]; row != nil {
 			out[i].Ordinal, out[i].TxID, out[i].WrittenAt = row.Ordinal, row.TxID, row.WrittenAt
 		}
 	}
