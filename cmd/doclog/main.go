@@ -1,6 +1,7 @@
-// Command doclog is the doclog service. This version carries the operation
-// log's schema management; the pipeline roles (serve, dev) arrive with the
-// stages that implement them.
+// Command doclog is the doclog service: `serve` runs the roles it is given
+// (ingest, executor, projectors, readstore) against external Postgres, Kafka
+// and ClickHouse, `dev` runs all of them in one process with an in-process
+// broker and a local Postgres, and `migrate` applies or reports the schema.
 package main
 
 import (
