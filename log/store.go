@@ -27,6 +27,20 @@ type Store interface {
 	// so paging by the returned cursor never skips a row.
 	Tail(ctx context.Context, after Cursor, limit int) (TailPage, error)
 
+	// TailEnd reports where the commit-safe tail ends now: the horizon
+	// (every transaction below it has ended, and Tail has nothing of them
+	// still to come; rows of the horizon's transaction and later ones are
+	// all still to come) and the transaction id of the last row below it
+	// (0 for an empty log). Both come from one snapshot, so a reader that
+	// has every row up to Last may treat everything below Horizon as read.
+	TailEnd(ctx context.Context) (TailEnd, error)
+
+	// CursorBefore returns the cursor from which Tail continues with the
+	// rows of transaction txid, if it has any, then with every later one:
+	// a position between transactions, for readers that count their
+	// progress in transactions (the read store's change feed).
+	CursorBefore(txid uint64) Cursor
+
 	// Revisions returns the revision of each scope of a document on a branch.
 	Revisions(ctx context.Context, documentID, branch string) (Revisions, error)
 

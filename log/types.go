@@ -240,6 +240,16 @@ type TailPage struct {
 	Next       Cursor
 }
 
+// TailEnd is where the commit-safe tail ends at one moment (Store.TailEnd).
+type TailEnd struct {
+	// Horizon is the oldest transaction id the tail has not passed: every
+	// transaction below it has ended.
+	Horizon uint64
+	// Last is the transaction id of the tail's last row below Horizon, 0
+	// when the log is empty.
+	Last uint64
+}
+
 // DocumentPage is a page of document ids in code-point order and the cursor
 // for the next page ("" when there is none).
 type DocumentPage struct {

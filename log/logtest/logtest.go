@@ -47,6 +47,8 @@ func Run(t *testing.T, h Harness) {
 		{"TailPagesEverything", testTailPagesEverything},
 		{"TailWaitsForOpenTransaction", testTailWaitsForOpenTransaction},
 		{"TailSkipsNothingUnderLoad", testTailSkipsNothingUnderLoad},
+		{"TailEndAndCursorBefore", testTailEndAndCursorBefore},
+		{"TailEndWaitsForOpenTransaction", testTailEndWaitsForOpenTransaction},
 		{"StreamLatestTimestamp", testStreamLatestTimestamp},
 		{"Revisions", testRevisions},
 		{"Heads", testHeads},

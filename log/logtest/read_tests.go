@@ -268,3 +268,76 @@ func testKeyframeInRequest(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 }
+
+func testTailEndAndCursorBefore(t *testing.T, h Harness) {
+	s := h.NewStore(t)
+	end, err := s.TailEnd(ctx(t))
+	require.NoError(t, err)
+	require.Zero(t, end.Last, "an empty log has no last row")
+	require.NotZero(t, end.Horizon)
+
+	var txs []uint64
+	byTx := map[uint64][]string{}
+	for range 3 {
+		res := appendOne(t, s, request(stream(oplog.ScopeGlobal), 0, 4))
+		require.NoError(t, res.Err)
+		tx := res.Operations[0].TxID
+		txs = append(txs, tx)
+		for _, op := range res.Operations {
+			require.Equal(t, tx, op.TxID, "one request, one transaction")
+			byTx[tx] = append(byTx[tx], op.OpID)
+		}
+	}
+	// Another test's open transaction holds the horizon back for a while.
+	require.Eventually(t, func() bool {
+		end, err = s.TailEnd(ctx(t))
+		require.NoError(t, err)
+		require.LessOrEqual(t, end.Last, txs[2])
+		return end.Last == txs[2]
+	}, 30*time.Second, 10*time.Millisecond, "the last row below the horizon becomes the last append's")
+	require.Greater(t, end.Horizon, end.Last)
+
+	page, err := s.Tail(ctx(t), s.CursorBefore(end.Horizon), 100)
+	require.NoError(t, err)
+	require.Empty(t, page.Operations, "nothing below the horizon is still to come")
+
+	for i, tx := range txs {
+		page, err := s.Tail(ctx(t), s.CursorBefore(tx), 100)
+		require.NoError(t, err)
+		var got []string
+		for _, op := range page.Operations {
+			got = append(got, op.OpID)
+		}
+		var want []string
+		for _, later := range txs[i:] {
+			want = append(want, byTx[later]...)
+		}
+		require.Equal(t, want, got, "the tail from before transaction %d returns it whole, then the later ones", i)
+	}
+	page, err = s.Tail(ctx(t), s.CursorBefore(txs[0]+1), 100)
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Operations)
+	require.Equal(t, byTx[txs[1]][0], page.Operations[0].OpID, "the cursor before a transaction without rows continues with the next one")
+}
+
+func testTailEndWaitsForOpenTransaction(t *testing.T, h Harness) {
+	s := h.NewStore(t)
+	slow := ops(stream(oplog.ScopeGlobal), newJobID(), 0, 1)[0]
+	commit := h.HoldTransaction(t, s, slow)
+	res := appendOne(t, s, request(stream(oplog.ScopeGlobal), 0, 2))
+	require.NoError(t, res.Err)
+
+	end, err := s.TailEnd(ctx(t))
+	require.NoError(t, err)
+	require.Less(t, end.Last, res.Operations[0].TxID, "the end does not pass a row committed after an open transaction")
+	require.LessOrEqual(t, end.Horizon, res.Operations[0].TxID)
+	commit()
+
+	want := map[string]bool{slow.OpID: true}
+	for _, op := range res.Operations {
+		want[op.OpID] = true
+	}
+	seen, _ := tailUntil(t, s, s.CursorBefore(end.Horizon), want)
+	require.Equal(t, slow.OpID, seen[0].OpID, "paging from the horizon read while the slow transaction was open skips nothing")
+	require.Len(t, seen, 3)
+}

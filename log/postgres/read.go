@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -129,6 +130,36 @@ func (s *Store) Tail(ctx context.Context, after oplog.Cursor, limit int) (_ oplo
 		page.Next = cursor{txid: ops[n-1].TxID, ordinal: ops[n-1].Ordinal}.String()
 	}
 	return page, nil
+}
+
+// tailEndSQL reads the horizon and the last row below it from one
+// snapshot, the last row by a backward scan of the (txid, ordinal) index.
+const tailEndSQL = `SELECT pg_snapshot_xmin(s.snap)::text,
+       coalesce((SELECT o.txid::text FROM operations AS o
+                 WHERE o.txid < pg_snapshot_xmin(s.snap)
+                 ORDER BY o.txid DESC, o.ordinal DESC LIMIT 1), '0')
+FROM (SELECT pg_current_snapshot() AS snap) AS s`
+
+// TailEnd implements log.Store.
+func (s *Store) TailEnd(ctx context.Context) (_ oplog.TailEnd, err error) {
+	defer markUnavailable(&err)
+	var horizon, last string
+	if err := s.pool.QueryRow(ctx, tailEndSQL).Scan(&horizon, &last); err != nil {
+		return oplog.TailEnd{}, fmt.Errorf("reading the end of the log tail: %w", err)
+	}
+	h, err1 := strconv.ParseUint(horizon, 10, 64)
+	l, err2 := strconv.ParseUint(last, 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return oplog.TailEnd{}, fmt.Errorf("reading the end of the log tail: %w", err)
+	}
+	return oplog.TailEnd{Horizon: h, Last: l}, nil
+}
+
+// CursorBefore implements log.Store: ordinals start at 1, so (txid, 0)
+// sorts before every row of txid and after every row of the transactions
+// before it.
+func (s *Store) CursorBefore(txid uint64) oplog.Cursor {
+	return cursor{txid: txid}.String()
 }
 
 // Revisions implements log.Store.
