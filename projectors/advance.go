@@ -92,9 +92,12 @@ type outcome struct {
 // advancer moves streams forward inside a batch transaction.
 type advancer struct {
 	projector Projector
-	log       oplog.Store
-	reg       *model.Registry
-	heads     *headCache // nil: every batch decodes the stored states
+	// filter is the projector's: a stream whose operations turn out to be
+	// of a type it does not follow is left alone, whoever asked for it.
+	filter Filter
+	log    oplog.Store
+	reg    *model.Registry
+	heads  *headCache // nil: every batch decodes the stored states
 	// hit and miss count the stored states a batch replayed on, held in
 	// memory or read back.
 	hit, miss prometheus.Counter
@@ -145,10 +148,13 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 			}
 			healed = len(ops)
 		}
-		out.healed += healed
 		if len(ops) == 0 {
 			continue
 		}
+		if !a.filter.Follows(ops[0].DocumentType, k) {
+			continue
+		}
+		out.healed += healed
 		if head.DocumentType == "" {
 			head.DocumentType = ops[0].DocumentType
 		}

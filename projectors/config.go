@@ -159,6 +159,8 @@ func (c Config) Validate() error {
 		return errors.New("projector runner needs a projector")
 	case c.Projector.Name() == "":
 		return errors.New("projector name must not be empty")
+	case c.Projector.Filter().Validate() != nil:
+		return fmt.Errorf("projector %s: %w", c.Projector.Name(), c.Projector.Filter().Validate())
 	case c.Store == nil:
 		return errors.New("projector runner needs a store for checkpoints and heads")
 	case c.Log == nil:

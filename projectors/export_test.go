@@ -14,3 +14,12 @@ func NewWithHooks(cfg Config, inTx func(ctx context.Context) error, afterTx func
 	r.hooks = hooks{inTx: inTx, afterTx: afterTx}
 	return r, nil
 }
+
+// DocumentTypeReads is how many document types the runner read from the
+// log (the reconciler's lookups for a filter by type).
+func (r *Runner) DocumentTypeReads() int64 {
+	if r.types == nil {
+		return 0
+	}
+	return r.types.reads.Load()
+}

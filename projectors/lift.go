@@ -73,12 +73,25 @@ func Lift(ctx context.Context, cfg Config, stream oplog.StreamKey) (LiftReport, 
 	switch {
 	case cfg.Projector == nil || cfg.Store == nil || cfg.Log == nil || cfg.Registry == nil:
 		return LiftReport{}, errors.New("lifting a quarantine needs the projector, its store, the operation log and a model registry")
-	case !cfg.Projector.Follows(stream.Scope):
-		return LiftReport{}, fmt.Errorf("projector %s does not follow scope %q", cfg.Projector.Name(), stream.Scope)
 	}
-	name := cfg.Projector.Name()
+	name, filter := cfg.Projector.Name(), cfg.Projector.Filter()
+	switch {
+	case !keeps(filter.Scopes, stream.Scope):
+		return LiftReport{}, fmt.Errorf("projector %s does not follow scope %q: it follows %s", name, stream.Scope, filter)
+	case !keeps(filter.Branches, stream.Branch):
+		return LiftReport{}, fmt.Errorf("projector %s does not follow branch %q: it follows %s", name, stream.Branch, filter)
+	}
+	if filter.ByType() {
+		t, err := newDocumentTypes(filter, cfg.Log).of(ctx, stream)
+		if err != nil {
+			return LiftReport{}, err
+		}
+		if t != "" && !filter.FollowsType(t) {
+			return LiftReport{}, fmt.Errorf("projector %s does not follow documents of type %s: it follows %s", name, t, filter)
+		}
+	}
 	rep := LiftReport{Projector: name, Stream: stream, LastIndex: -1}
-	adv := &advancer{projector: cfg.Projector, log: cfg.Log, reg: cfg.Registry,
+	adv := &advancer{projector: cfg.Projector, filter: filter, log: cfg.Log, reg: cfg.Registry,
 		hit:  prometheus.NewCounter(prometheus.CounterOpts{Name: "lift_head_cache_hit"}),
 		miss: prometheus.NewCounter(prometheus.CounterOpts{Name: "lift_head_cache_miss"})}
 	err := cfg.Store.InTx(ctx, nil, func(tx Tx) error {

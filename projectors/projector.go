@@ -8,8 +8,9 @@
 // the projection and heals the difference, which is the only way a lost last
 // record of a document is noticed.
 //
-// Projectors (docview, indexer) implement Projector and only derive their
-// tables from verified changes; the database seam is Store and Tx, whose
+// Projectors (docview, indexer, analytics, and those of other modules)
+// implement Projector, declare what they follow with a Filter and only
+// derive their tables from verified changes; the database seam is Store and Tx, whose
 // Postgres implementation lives in projectors/pgproj, so this package never
 // imports a database driver.
 package projectors
@@ -32,10 +33,12 @@ type Projector interface {
 	// Name keys the projector's checkpoints, heads and quarantines and names
 	// its consumer group; it must be stable across releases.
 	Name() string
-	// Follows reports whether the projector keeps streams of scope. The
-	// runner verifies and hands over only followed streams, so a projector
-	// that needs the document scope alone pays nothing for the others.
-	Follows(scope string) bool
+	// Filter is what the projector follows: document types, scopes and
+	// branches (see Filter). The runner asks it once, when it is built,
+	// and verifies, stores heads of and hands over only the streams it
+	// follows, so a projector of one document type's global scope pays
+	// nothing but decoding for the rest of the log.
+	Filter() Filter
 	// Apply writes the changes through tx. Every change starts exactly at
 	// the stream's stored head (Change.From), so Apply never needs its own
 	// last-index check for correctness, but each row it writes carries the

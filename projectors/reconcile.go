@@ -145,16 +145,30 @@ func (r *Runner) reconcilePage(ctx context.Context, ids []string, rep *Reconcile
 	}
 	w := wants{}
 	for k, rev := range heads {
-		if rev == 0 || !r.cfg.Projector.Follows(k.Scope) || (!r.cfg.Start.Earliest() && !held[k.DocumentID]) {
+		if rev == 0 || !r.filter.FollowsStream(k) || (!r.cfg.Start.Earliest() && !held[k.DocumentID]) {
 			continue
 		}
 		stored, ok := last[k]
 		if !ok {
 			stored = -1
 		}
-		if rev-1 > stored {
-			w.add(k, "", rev-1, nil)
+		if rev-1 <= stored {
+			continue
 		}
+		// The log's heads carry no document type. A document the
+		// projection holds is of a type it follows; another one's type is
+		// remembered once read (documentTypes), so a document of a type
+		// not followed costs one read per process, not one per pass.
+		documentType := ""
+		if r.filter.ByType() && !held[k.DocumentID] {
+			if documentType, err = r.types.of(ctx, k); err != nil {
+				return fmt.Errorf("reconcile: %w", err)
+			}
+			if !r.filter.FollowsType(documentType) {
+				continue
+			}
+		}
+		w.add(k, documentType, rev-1, nil)
 	}
 	if len(w) == 0 {
 		return nil

@@ -28,6 +28,8 @@ import (
 type Runner struct {
 	cfg    Config
 	name   string
+	filter Filter
+	types  *documentTypes // nil unless the filter selects by document type
 	adv    *advancer
 	m      *metrics
 	logger *zap.Logger
@@ -76,16 +78,19 @@ func New(cfg Config) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	filter := cfg.Projector.Filter()
 	r := &Runner{
 		cfg:    cfg,
 		name:   cfg.Projector.Name(),
+		filter: filter,
+		types:  newDocumentTypes(filter, cfg.Log),
 		m:      newMetrics(cfg.Registerer, cfg.Projector.Name()),
 		logger: cfg.Logger.With(zap.String("projector", cfg.Projector.Name())),
 		parts:  map[int32]*partition{},
 
 		deferred: map[int32]kgo.EpochOffset{},
 	}
-	r.adv = &advancer{projector: cfg.Projector, log: cfg.Log, reg: cfg.Registry, heads: newHeadCache(cfg.HeadCacheBytes),
+	r.adv = &advancer{projector: cfg.Projector, filter: filter, log: cfg.Log, reg: cfg.Registry, heads: newHeadCache(cfg.HeadCacheBytes),
 		hit: r.m.headCache.WithLabelValues(r.name, "hit"), miss: r.m.headCache.WithLabelValues(r.name, "miss")}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
@@ -335,8 +340,9 @@ func (r *Runner) decode(recs []*kgo.Record) (wants, []jobTimes) {
 			continue
 		}
 		times = append(times, jobTimes{submitted: wr.SubmittedAtUtcMs, written: wr.WrittenAtUtcMs})
+		r.types.saw(wr.DocumentID, wr.DocumentType)
 		for _, s := range wr.Streams {
-			if !r.cfg.Projector.Follows(s.Stream.Scope) {
+			if !r.filter.Follows(wr.DocumentType, s.Stream) {
 				continue
 			}
 			var ops []oplog.Operation

@@ -26,8 +26,8 @@ type recorder struct {
 	from map[oplog.StreamKey]int64 // the lowest From of each stream's changes
 }
 
-func (r *recorder) Name() string        { return r.name }
-func (r *recorder) Follows(string) bool { return true }
+func (r *recorder) Name() string              { return r.name }
+func (r *recorder) Filter() projectors.Filter { return projectors.Filter{} }
 func (r *recorder) Apply(_ context.Context, _ projectors.Tx, changes []projectors.Change) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -30,8 +30,8 @@ func CounterMigrations() pgmigrate.Set {
 // Name implements projectors.Projector.
 func (Counter) Name() string { return "example_counter" }
 
-// Follows implements projectors.Projector: every scope counts.
-func (Counter) Follows(string) bool { return true }
+// Filter implements projectors.Projector: every stream counts.
+func (Counter) Filter() projectors.Filter { return projectors.Filter{} }
 
 // Apply implements projectors.Projector. The runner hands over only the
 // operations past each stream's stored head.

@@ -157,8 +157,8 @@ func (p *Projector) Database() string { return p.cfg.Database }
 // Name implements projectors.Projector.
 func (p *Projector) Name() string { return p.cfg.Name }
 
-// Follows implements projectors.Projector: analytics counts every scope.
-func (p *Projector) Follows(string) bool { return true }
+// Filter implements projectors.Projector: analytics counts every stream.
+func (p *Projector) Filter() projectors.Filter { return projectors.Filter{} }
 
 // RunnerConfig returns rc set up to drive this projector: the projector set,
 // polls of up to BatchRows records, and fetches that wait up to BatchDelay

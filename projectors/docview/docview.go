@@ -55,12 +55,12 @@ func (Projector) Tables() []string { return []string{"document_snapshots", "slug
 // WithGeneration implements projectors.Generational.
 func (Projector) WithGeneration(gen string) projectors.Projector { return Projector{Generation: gen} }
 
-// Follows implements projectors.Projector: the view keeps every scope.
 // FullHistory implements projectors.FullHistory: readers of the view expect
 // every document of the log, so it always starts at the beginning.
 func (Projector) FullHistory() bool { return true }
 
-func (Projector) Follows(string) bool { return true }
+// Filter implements projectors.Projector: the view keeps every stream.
+func (Projector) Filter() projectors.Filter { return projectors.Filter{} }
 
 // Apply implements projectors.Projector: it upserts one snapshot row per
 // changed stream (only over a lower last index) and moves slugs, all sent

@@ -53,13 +53,15 @@ func (Projector) Tables() []string { return []string{"documents", "document_rela
 // WithGeneration implements projectors.Generational.
 func (Projector) WithGeneration(gen string) projectors.Projector { return Projector{Generation: gen} }
 
-// Follows implements projectors.Projector: only the document scope holds
-// what the index keeps.
 // FullHistory implements projectors.FullHistory: readers of the index expect
 // every document of the log, so it always starts at the beginning.
 func (Projector) FullHistory() bool { return true }
 
-func (Projector) Follows(scope string) bool { return scope == oplog.ScopeDocument }
+// Filter implements projectors.Projector: only the document scope holds
+// what the index keeps, of every document type and branch.
+func (Projector) Filter() projectors.Filter {
+	return projectors.Filter{Scopes: []string{oplog.ScopeDocument}}
+}
 
 // Apply implements projectors.Projector. The relationships of a document
 // are set to those of its verified state, so the table equals a replay
