@@ -1,0 +1,77 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/doclog/doclog/client"
+)
+
+// Read your own writes: create a document, wait until the executor has
+// committed it, and read it with the job's consistency token, so the read
+// store answers only once the document view holds the write.
+func ExampleClient_readYourWrites() {
+	ctx := context.Background()
+	c, err := client.New(client.Config{IngestURL: ingestURL, ReadstoreURL: readstoreURL, Token: writeToken})
+	if err != nil {
+		log.Fatal(err)
+	}
+	acc, err := c.CreateDocument(ctx, client.CreateDocument{DocumentType: "doclog/json", Name: "Quarterly report",
+		Actions: []client.Action{{Type: "MERGE_PATCH", Scope: "global", Input: map[string]any{"status": "draft"}}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	st, err := c.WaitJob(ctx, acc.JobID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	doc, err := c.GetDocument(ctx, acc.DocumentID, client.WithConsistencyToken(st.ConsistencyToken))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(doc.Name, string(doc.Scopes["global"].State))
+	// Output: Quarterly report {"status":"draft"}
+}
+
+// A job the executor refuses ends FAILED, and WaitJob returns its error
+// history as a *client.JobFailedError.
+func ExampleJobFailedError() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(client.Config{IngestURL: ingestURL, WriteToken: writeToken, ReadToken: readToken})
+	if err != nil {
+		log.Fatal(err)
+	}
+	acc, err := c.SubmitJob(ctx, client.Job{DocumentID: "no-such-document", DocumentType: "doclog/json",
+		Actions: []client.Action{{Type: "MERGE_PATCH", Scope: "global", Input: map[string]any{"n": 1}}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.WaitJob(ctx, acc.JobID)
+	var failed *client.JobFailedError
+	if errors.As(err, &failed) {
+		fmt.Println("failed:", failed.ErrorHistory[len(failed.ErrorHistory)-1].Name)
+	}
+	// Output: failed: DocumentNotFound
+}
+
+// An answer other than success is a *client.APIError; helpers name the
+// common cases.
+func ExampleIsNotFound() {
+	ctx := context.Background()
+	c, err := client.New(client.Config{ReadstoreURL: readstoreURL, Token: readToken})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.GetDocument(ctx, "no-such-document")
+	fmt.Println(client.IsNotFound(err))
+	if e := client.AsAPIError(err); e != nil {
+		fmt.Println(e.StatusCode, e.Code)
+	}
+	// Output:
+	// true
+	// 404 document_not_found
+}

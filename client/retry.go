@@ -1,0 +1,113 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// retryableStatus reports whether an answer is worth sending the request
+// again: throttling, and the gateway and unavailability answers a server or
+// proxy gives while a dependency recovers. Every other 4xx and 5xx is the
+// server's verdict on this request.
+func retryableStatus(e *APIError) bool {
+	switch e.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable:
+		return true
+	case http.StatusGatewayTimeout:
+		// The read store's own 504 is the end of a wait the caller chose;
+		// a proxy's 504 has no such code.
+		return e.Code != CodeConsistencyTimeout
+	}
+	return false
+}
+
+// backoff is the delay before retry number n (1 for the first retry):
+// base doubled n-1 times, capped at max, drawn from the upper half so that
+// clients failing together do not retry together.
+func backoff(base, max time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	if d <= 1 {
+		return d
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// retryAfter parses a Retry-After header: seconds, or an HTTP date. Zero
+// when absent, malformed or in the past.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		if s > int64(24*time.Hour/time.Second) {
+			s = int64(24 * time.Hour / time.Second)
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// sleep waits d or until ctx ends, whichever is first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// delayFor is the wait before the next attempt after err: the server's
+// Retry-After when it sent one, the backoff otherwise.
+func (c *Client) delayFor(err error, retry int) time.Duration {
+	if e := AsAPIError(err); e != nil && e.RetryAfter > 0 {
+		return e.RetryAfter
+	}
+	return backoff(c.cfg.BaseDelay, c.cfg.MaxDelay, retry)
+}
+
+// retryable reports whether a failed attempt may be sent again: any
+// failure to get an answer (the request is idempotent, a submit by its
+// key), and the answers retryableStatus names. The caller's context ending
+// is not retried.
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if e := AsAPIError(err); e != nil {
+		return retryableStatus(e)
+	}
+	var perm *permanentError
+	return !errors.As(err, &perm)
+}
+
+// permanentError is a failure no retry can cure: a request that cannot be
+// built, an answer that does not decode.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
