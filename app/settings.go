@@ -67,7 +67,7 @@ type Settings struct {
 
 	Projectors    []string
 	ClickHouseURL string
-	startSettings // --analytics-start (startpos.go)
+	startSettings // --analytics-start, a worker's --start (startpos.go)
 
 	JobResultsRetention time.Duration
 
@@ -81,9 +81,43 @@ type Settings struct {
 	Wait depwait.Config
 }
 
-// BindFlags declares every setting as a flag of fs, with its default.
-func BindFlags(fs *pflag.FlagSet, s *Settings) {
-	fs.StringSliceVar(&s.Roles, "roles", AllRoles, "roles to run: ingest, executor, projectors, readstore")
+// BindFlags declares every setting as a flag of fs, with doclog serve's
+// defaults.
+func BindFlags(fs *pflag.FlagSet, s *Settings) { BindFlagsWith(fs, s, FlagDefaults{}) }
+
+// FlagDefaults are the defaults that differ between doclog serve and a
+// projector's own worker binary (package worker), whose serve runs its
+// projectors unless told otherwise.
+type FlagDefaults struct {
+	// Roles is the default of --roles. Default AllRoles.
+	Roles []string
+	// Projectors is the default of --projectors. Default
+	// catalog.Defaults().
+	Projectors []string
+	// StartFlag names the flag of the start position of the projectors
+	// that choose theirs (catalog.Spec.ChoosesStart). Default
+	// "analytics-start", doclog's only such projector.
+	StartFlag string
+}
+
+// WithDefaults returns d with every unset field at its default.
+func (d FlagDefaults) WithDefaults() FlagDefaults {
+	if d.Roles == nil {
+		d.Roles = AllRoles
+	}
+	if d.Projectors == nil {
+		d.Projectors = catalog.Defaults()
+	}
+	if d.StartFlag == "" {
+		d.StartFlag = DefaultStartFlag
+	}
+	return d
+}
+
+// BindFlagsWith is BindFlags with other defaults.
+func BindFlagsWith(fs *pflag.FlagSet, s *Settings, d FlagDefaults) {
+	d = d.WithDefaults()
+	fs.StringSliceVar(&s.Roles, "roles", d.Roles, "roles to run: ingest, executor, projectors, readstore")
 	fs.StringVar(&s.LogLevel, "log-level", telemetry.DefaultLogLevel, "least severe log level: debug, info, warn, error")
 	fs.StringVar(&s.LogEncoding, "log-encoding", telemetry.DefaultLogEncoding, "log format: json or console")
 	fs.StringVar(&s.HTTPAddr, "http-addr", "", "API address of a process that serves one API role (overrides --ingest-addr or --readstore-addr)")
@@ -114,8 +148,8 @@ func BindFlags(fs *pflag.FlagSet, s *Settings) {
 	fs.DurationVar(&s.Topics.JobsRetention, "topics-jobs-retention", kafka.DefaultJobsRetention, "retention of the jobs topic: the longest executor outage survived")
 	fs.DurationVar(&s.Topics.WriteReadyRetention, "topics-write-ready-retention", kafka.DefaultWriteReadyRetention, "retention of the write-ready topic")
 	fs.DurationVar(&s.Topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
-	fs.StringSliceVar(&s.Projectors, "projectors", catalog.Defaults(), "projectors to run ("+strings.Join(catalog.Names(), ", ")+"); those whose tables live in ClickHouse join when --clickhouse-url is set")
-	bindStartFlags(fs, s)
+	fs.StringSliceVar(&s.Projectors, "projectors", d.Projectors, "projectors to run ("+strings.Join(catalog.Names(), ", ")+"); those whose tables live in ClickHouse join when --clickhouse-url is set")
+	bindStartFlags(fs, s, d.StartFlag)
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
 	bindTuningFlags(fs, s)
 	config.MarkSecret(fs, "auth-write-tokens", "auth-read-tokens", "auth-tokens")

@@ -10,15 +10,24 @@ import (
 // startSettings are where the projectors start on a write-ready partition
 // they have no checkpoint for (projectors.StartPosition).
 type startSettings struct {
-	// AnalyticsStart is the analytics projector's start. The document view
-	// and the indexer always start at the beginning of the log: their
-	// readers expect every document.
+	// AnalyticsStart is the start of every projector that chooses its own
+	// (catalog.Spec.ChoosesStart): doclog's analytics projector, under
+	// --analytics-start, and those of a worker binary, under its --start.
+	// The document view and the indexer always start at the beginning of
+	// the log: their readers expect every document.
 	AnalyticsStart projectors.StartPosition
 }
 
-func bindStartFlags(fs *pflag.FlagSet, s *Settings) {
-	fs.Var(startValue{&s.AnalyticsStart}, "analytics-start",
-		"where a new analytics projector starts reading: earliest (the whole log), latest (documents written from now on; the others appear once written to) or an RFC 3339 time; only for partitions it has no checkpoint for")
+// DefaultStartFlag is doclog serve's name of the start flag.
+const DefaultStartFlag = "analytics-start"
+
+func bindStartFlags(fs *pflag.FlagSet, s *Settings, name string) {
+	what := "a new analytics projector"
+	if name != DefaultStartFlag {
+		what = "a new projector that chooses its start (catalog.Spec.ChoosesStart)"
+	}
+	fs.Var(startValue{&s.AnalyticsStart}, name,
+		"where "+what+" starts reading: earliest (the whole log), latest (documents written from now on; the others appear once written to) or an RFC 3339 time; only for partitions it has no checkpoint for")
 }
 
 // projectorStart is the start of the named projector.

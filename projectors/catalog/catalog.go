@@ -1,14 +1,18 @@
 // Package catalog is the list of the projectors a doclog deployment can
 // run, each declared once by its Spec. The service, the admin operations
 // and the CLI iterate it (to validate names, choose defaults, open a
-// projector, say what one needs), so adding a projector is its package and
-// one Spec here.
+// projector, say what one needs), so adding a built-in projector is its
+// package and one Spec here, and a projector of another module is one
+// Register call in its own binary (package worker makes that binary), after
+// which it is seen exactly like a built-in one.
 package catalog
 
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -56,6 +60,9 @@ func stateless(p projectors.Projector) func(context.Context, Options) (projector
 	return func(context.Context, Options) (projectors.Projector, func(), error) { return p, func() {}, nil }
 }
 
+// mu guards specs, which Register extends; the built-in ones come first.
+var mu sync.RWMutex
+
 var specs = []Spec{
 	{
 		Name: docview.Name, Summary: "the document view: documents by id and slug, every scope",
@@ -78,13 +85,56 @@ var specs = []Spec{
 	},
 }
 
-// All returns every projector's spec, in the order help texts list them.
-func All() []Spec { return append([]Spec(nil), specs...) }
+// namePattern is what a projector's name may be: it keys rows, names a
+// consumer group and, with a suffix, the tables and group of a rebuild.
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
+
+// Validate reports what makes the spec unusable: a name that is not 1 to 40
+// lower-case letters, digits and underscores starting with a letter, or no
+// Open.
+func (s Spec) Validate() error {
+	switch {
+	case !namePattern.MatchString(s.Name):
+		return &InvalidSpecError{Name: s.Name, Reason: "a projector name is 1 to 40 lower-case letters, digits and underscores, starting with a letter"}
+	case s.Open == nil:
+		return &InvalidSpecError{Name: s.Name, Reason: "the spec has no Open to build the projector with"}
+	}
+	return nil
+}
+
+// Register adds a projector of another module to the catalog, so that the
+// service (app), the migrations (admin.Migrations) and the CLI see it as
+// they see a built-in one. It refuses an invalid spec (*InvalidSpecError)
+// and a name the catalog has already (*DuplicateError). Call it before
+// anything reads the catalog, in main: flags take their defaults and help
+// texts from it when they are declared.
+func Register(s Spec) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, have := range specs {
+		if have.Name == s.Name {
+			return &DuplicateError{Name: s.Name}
+		}
+	}
+	specs = append(specs, s)
+	return nil
+}
+
+// All returns every projector's spec, in the order help texts list them:
+// the built-in ones, then those registered, in their order.
+func All() []Spec {
+	mu.RLock()
+	defer mu.RUnlock()
+	return append([]Spec(nil), specs...)
+}
 
 // Lookup returns the spec named name, or an *UnknownError naming the
 // projectors there are.
 func Lookup(name string) (Spec, error) {
-	for _, s := range specs {
+	for _, s := range All() {
 		if s.Name == name {
 			return s, nil
 		}
@@ -94,8 +144,9 @@ func Lookup(name string) (Spec, error) {
 
 // Names lists every projector's name.
 func Names() []string {
-	out := make([]string, len(specs))
-	for i, s := range specs {
+	all := All()
+	out := make([]string, len(all))
+	for i, s := range all {
 		out[i] = s.Name
 	}
 	return out
@@ -104,7 +155,7 @@ func Names() []string {
 // Defaults lists the projectors a deployment runs unless told which.
 func Defaults() []string {
 	var out []string
-	for _, s := range specs {
+	for _, s := range All() {
 		if s.Default {
 			out = append(out, s.Name)
 		}
@@ -117,4 +168,18 @@ type UnknownError struct{ Name string }
 
 func (e *UnknownError) Error() string {
 	return fmt.Sprintf("unknown projector %q: the projectors are %s", e.Name, strings.Join(Names(), ", "))
+}
+
+// InvalidSpecError is a spec Register refuses, and why.
+type InvalidSpecError struct{ Name, Reason string }
+
+func (e *InvalidSpecError) Error() string {
+	return fmt.Sprintf("projector spec %q: %s", e.Name, e.Reason)
+}
+
+// DuplicateError is a spec whose name the catalog has already.
+type DuplicateError struct{ Name string }
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("projector %q is in the catalog already: every projector needs a name of its own", e.Name)
 }

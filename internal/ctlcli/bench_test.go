@@ -1,0 +1,145 @@
+package ctlcli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/admin/bench"
+	"github.com/doclog/doclog/internal/testenv"
+	"github.com/doclog/doclog/log/postgres"
+)
+
+// TestBenchEmbedded runs short benchmarks against the real Postgres and
+// Kafka, embedded, and checks the report's structure and consistency — not
+// its speed, which a few seconds on a shared machine cannot tell.
+func TestBenchEmbedded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		// Only one run may profile: the CPU profile is the process's.
+		{"single via http, closed loop", []string{"--mode", "single", "--via", "http", "--cpu-profile", "PROFILE"}},
+		{"batch via kafka, open loop", []string{"--mode", "batch", "--via", "kafka", "--rate", "30"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			profile := filepath.Join(t.TempDir(), "cpu.pprof")
+			for i, f := range tc.flags {
+				if f == "PROFILE" {
+					tc.flags[i] = profile
+				}
+			}
+			url := migrated(t)
+			// Another doclog's projector position in the same schema,
+			// which the embedded run must leave alone.
+			store, err := postgres.Open(t.Context(), url)
+			require.NoError(t, err)
+			defer store.Close()
+			db := store.Pool()
+			_, err = db.Exec(t.Context(), `INSERT INTO projector_checkpoints (projector, partition, next_offset, epoch) VALUES ('docview', 0, 42, 7)`)
+			require.NoError(t, err)
+			kenv := testenv.Kafka(t)
+			args := append([]string{"bench", "--embedded", "--baseline", "-o", "json",
+				"--database-url", url, "--kafka-seeds", strings.Join(kenv.Config.Seeds, ","), "--topics-prefix", kenv.Topics.Prefix,
+				"--documents", "4", "--actions", "3", "--duration", "3s", "--drain", "40s", "--partitions", "2"}, tc.flags...)
+			code, out, errOut := ctl(t, args...)
+			require.Equal(t, exitOK, code, errOut)
+			var rep bench.Report
+			require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+
+			require.True(t, rep.Embedded)
+			// The run worked in a schema of its own, and dropped it: the
+			// database's schema has neither its operations nor its
+			// positions.
+			require.True(t, strings.HasPrefix(rep.Schema, "doclog_bench_"), rep.Schema)
+			var left bool
+			require.NoError(t, db.QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, rep.Schema).Scan(&left))
+			require.False(t, left, "schema %s left behind", rep.Schema)
+			var ops, checkpoints int
+			require.NoError(t, db.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM operations), (SELECT count(*) FROM projector_checkpoints)`).Scan(&ops, &checkpoints))
+			require.Zero(t, ops)
+			require.Equal(t, 1, checkpoints)
+			var next, epoch int64
+			require.NoError(t, db.QueryRow(t.Context(), `SELECT next_offset, epoch FROM projector_checkpoints WHERE projector = 'docview' AND partition = 0`).Scan(&next, &epoch))
+			require.Equal(t, []int64{42, 7}, []int64{next, epoch})
+			require.Equal(t, tc.flags[1], rep.Mode)
+			require.Equal(t, tc.flags[3], rep.Via)
+			require.Positive(t, rep.Submitted.Jobs)
+			require.Zero(t, rep.SubmitFailures, rep.LastSubmitErr)
+			require.Zero(t, rep.Failed)
+			require.True(t, rep.Drained)
+			// Every submitted job reached WRITE_READY by the end of the drain,
+			// and READ_READY never counts more than WRITE_READY.
+			require.Equal(t, rep.Submitted, rep.WriteReady.Count)
+			require.LessOrEqual(t, rep.ReadReady.Jobs, rep.WriteReady.Jobs)
+			for _, st := range []bench.Stage{rep.WriteReady, rep.ReadReady} {
+				require.Positive(t, st.OpsPerSec)
+				require.Positive(t, st.JobsPerSec)
+				require.LessOrEqual(t, st.LatencyP50Ms, st.LatencyP95Ms)
+				require.LessOrEqual(t, st.LatencyP95Ms, st.LatencyP99Ms)
+				require.LessOrEqual(t, st.LatencyP99Ms, st.LatencyMaxMs)
+			}
+			if rep.Mode == bench.ModeBatch {
+				require.Equal(t, rep.Submitted.Jobs*3, rep.Submitted.Operations)
+				require.Equal(t, "open", rep.Loop)
+			} else {
+				require.Equal(t, rep.Submitted.Jobs, rep.Submitted.Operations)
+				require.Equal(t, "closed", rep.Loop)
+			}
+			// Every READ_READY job's records were read back, and its legs
+			// split its latency: they are never negative (the clocks are
+			// this host's; record timestamps are whole milliseconds, so a
+			// leg may read up to 1 ms short).
+			require.Empty(t, rep.LegsError)
+			require.Len(t, rep.Legs, 4)
+			for _, l := range rep.Legs {
+				require.Equal(t, rep.ReadReady.Jobs, l.Jobs, l.Name)
+				require.GreaterOrEqual(t, l.P50Ms, -1.0, l.Name)
+				require.LessOrEqual(t, l.P50Ms, l.P95Ms, l.Name)
+				require.LessOrEqual(t, l.P95Ms, l.P99Ms, l.Name)
+				require.LessOrEqual(t, l.P99Ms, l.MaxMs, l.Name)
+				require.LessOrEqual(t, l.MaxMs, rep.ReadReady.LatencyMaxMs+1, l.Name)
+			}
+			require.NotNil(t, rep.Baseline)
+			// The COPY carries the run's operations and the documents'
+			// creations.
+			require.Equal(t, rep.Submitted.Operations+4, rep.Baseline.Rows)
+			require.Positive(t, rep.Baseline.RowsPerSec)
+			require.Positive(t, rep.Baseline.RatioWriteReady)
+			require.Positive(t, rep.Baseline.RatioReadReady)
+			require.Positive(t, rep.Postgres.Transactions)
+			require.Positive(t, rep.Postgres.TuplesInserted)
+			require.NotEmpty(t, rep.PeakRSS)
+			require.Positive(t, rep.PeakRSS[0].PeakBytes)
+			if slices.Contains(tc.flags, profile) {
+				fi, err := os.Stat(profile)
+				require.NoError(t, err)
+				require.Positive(t, fi.Size())
+			}
+		})
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	t.Setenv("DOCLOG_DATABASE_URL", "")
+	t.Setenv("DATABASE_URL", "")
+	code, _, errOut := ctl(t, "bench", "--embedded")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "no database")
+
+	code, _, errOut = ctl(t, "bench", "--mode", "both", "--via", "carrier-pigeon", "--database-url", "postgres://x")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "the mode must be single or batch")
+	require.Contains(t, errOut, "jobs go via http or kafka")
+
+	code, _, errOut = ctl(t, "bench", "--database-url", "postgres://x")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "no ingest URL")
+}

@@ -1,0 +1,55 @@
+package catalog_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/projectors"
+	"github.com/doclog/doclog/projectors/catalog"
+)
+
+type noop struct{}
+
+func (noop) Name() string                                                    { return "catalog_test_noop" }
+func (noop) Filter() projectors.Filter                                       { return projectors.Filter{} }
+func (noop) Apply(context.Context, projectors.Tx, []projectors.Change) error { return nil }
+
+func open(context.Context, catalog.Options) (projectors.Projector, func(), error) {
+	return noop{}, func() {}, nil
+}
+
+// A registered spec is listed, looked up and, when Default, run by default
+// like a built-in one; an invalid or duplicate one is refused with a typed
+// error that says why.
+func TestRegister(t *testing.T) {
+	before := catalog.Names()
+	require.NoError(t, catalog.Register(catalog.Spec{Name: "catalog_test_noop", Summary: "nothing", Default: true, Open: open}))
+	require.Equal(t, append(before, "catalog_test_noop"), catalog.Names(), "after the built-in ones")
+	spec, err := catalog.Lookup("catalog_test_noop")
+	require.NoError(t, err)
+	require.Equal(t, "nothing", spec.Summary)
+	require.True(t, slices.Contains(catalog.Defaults(), "catalog_test_noop"))
+	require.Len(t, catalog.All(), len(before)+1)
+
+	var dup *catalog.DuplicateError
+	require.ErrorAs(t, catalog.Register(catalog.Spec{Name: "catalog_test_noop", Open: open}), &dup)
+	require.ErrorAs(t, catalog.Register(catalog.Spec{Name: "docview", Open: open}), &dup, "a built-in name")
+	require.ErrorContains(t, dup, `projector "docview" is in the catalog already`)
+
+	var invalid *catalog.InvalidSpecError
+	for _, name := range []string{"", "Balances", "1st", "with-dash", "a b", "x23456789012345678901234567890123456789012"} {
+		require.ErrorAs(t, catalog.Register(catalog.Spec{Name: name, Open: open}), &invalid, "name %q", name)
+		require.Contains(t, invalid.Reason, "lower-case letters")
+	}
+	require.ErrorAs(t, catalog.Register(catalog.Spec{Name: "no_open"}), &invalid)
+	require.Contains(t, invalid.Error(), "no Open")
+	require.Len(t, catalog.All(), len(before)+1, "nothing refused was added")
+
+	var unknown *catalog.UnknownError
+	_, err = catalog.Lookup("nope")
+	require.ErrorAs(t, err, &unknown)
+	require.ErrorContains(t, err, "catalog_test_noop")
+}
