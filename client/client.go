@@ -85,7 +85,9 @@ func (c *Client) newRequest(ctx context.Context, r request) (*http.Request, erro
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	token := c.cfg.ReadToken
 	if r.api == ingestWrite {

@@ -71,7 +71,8 @@ type Config struct {
 	// server caps it (30s by default). Default 25s.
 	JobPollWait time.Duration
 	// FeedIdleTimeout is how long the change feed may send nothing, not
-	// even a heartbeat, before the client reconnects. Default 1 minute.
+	// even a heartbeat, before the client drops the connection and resumes.
+	// Default 1 minute; negative: wait forever.
 	FeedIdleTimeout time.Duration
 }
 
@@ -133,8 +134,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("client config: MaxDelay (%s) must be at least BaseDelay (%s)", c.MaxDelay, c.BaseDelay)
 	case c.JobPollWait < 0:
 		return fmt.Errorf("client config: JobPollWait must not be negative, got %s", c.JobPollWait)
-	case c.FeedIdleTimeout < 0:
-		return fmt.Errorf("client config: FeedIdleTimeout must not be negative, got %s", c.FeedIdleTimeout)
 	case c.HTTPClient == nil:
 		return errors.New("client config: HTTPClient is nil; WithDefaults sets one")
 	}

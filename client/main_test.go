@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,6 +20,10 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if !needsStack() {
+		return m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	s, err := startStack(ctx)
 	cancel()
@@ -37,4 +42,17 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// needsStack reports whether this run may reach a test or example that
+// uses the stack: not when it only lists the tests or fuzzes (the fuzz
+// target is the SSE parser's, and each fuzz worker runs TestMain again).
+func needsStack() bool {
+	for _, name := range []string{"test.list", "test.fuzz"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	f := flag.Lookup("test.fuzzworker")
+	return f == nil || f.Value.String() != "true"
 }

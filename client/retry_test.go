@@ -14,14 +14,35 @@ import (
 	"github.com/doclog/doclog/client"
 )
 
-// scripted is an httptest server answering each request with the next
-// reply of its script (the last one repeats), recording what it received.
-type scripted struct {
+// recorder is an httptest server answering the n-th request with the n-th
+// handler (the last one repeats), recording each request.
+type recorder struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	got []*http.Request
 }
 
+func newRecorder(t *testing.T, handlers ...http.HandlerFunc) *recorder {
+	t.Helper()
+	s := &recorder{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		n := len(s.got)
+		s.got = append(s.got, r.Clone(context.Background()))
+		s.mu.Unlock()
+		handlers[min(n, len(handlers)-1)](w, r)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *recorder) requests() []*http.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*http.Request(nil), s.got...)
+}
+
+// reply is one scripted answer.
 type reply struct {
 	status int
 	header map[string]string
@@ -30,39 +51,31 @@ type reply struct {
 	hangUp bool
 }
 
-func newScripted(t *testing.T, replies ...reply) *scripted {
-	t.Helper()
-	s := &scripted{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		n := len(s.got)
-		s.got = append(s.got, r.Clone(context.Background()))
-		s.mu.Unlock()
-		rp := replies[min(n, len(replies)-1)]
-		if rp.hangUp {
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				_ = conn.Close()
-			}
-			return
+func (rp reply) serve(w http.ResponseWriter, _ *http.Request) {
+	if rp.hangUp {
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			_ = conn.Close()
 		}
-		for k, v := range rp.header {
-			w.Header().Set(k, v)
-		}
-		if rp.body != "" {
-			w.Header().Set("Content-Type", "application/json")
-		}
-		w.WriteHeader(rp.status)
-		_, _ = w.Write([]byte(rp.body))
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
+		return
+	}
+	for k, v := range rp.header {
+		w.Header().Set(k, v)
+	}
+	if rp.body != "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(rp.status)
+	_, _ = w.Write([]byte(rp.body))
 }
 
-func (s *scripted) requests() []*http.Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*http.Request(nil), s.got...)
+// newScripted is a recorder answering with the replies in turn.
+func newScripted(t *testing.T, replies ...reply) *recorder {
+	t.Helper()
+	handlers := make([]http.HandlerFunc, len(replies))
+	for i, rp := range replies {
+		handlers[i] = rp.serve
+	}
+	return newRecorder(t, handlers...)
 }
 
 // newTestClient is a client of both APIs at url with fast retries.
