@@ -7,6 +7,8 @@ import (
 	"log"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/doclog/doclog/client"
 )
 
@@ -34,6 +36,28 @@ func ExampleClient_readYourWrites() {
 	}
 	fmt.Println(doc.Name, string(doc.Scopes["global"].State))
 	// Output: Quarterly report {"status":"draft"}
+}
+
+// A submit sent twice with one Idempotency-Key is one job: the second
+// names the same job and document, and the executor commits it once.
+func ExampleWithIdempotencyKey() {
+	ctx := context.Background()
+	c, err := client.New(client.Config{IngestURL: ingestURL, WriteToken: writeToken})
+	if err != nil {
+		log.Fatal(err)
+	}
+	key := "example-" + uuid.NewString() // keys are global: make them unique
+	create := client.CreateDocument{DocumentType: "doclog/json", Name: "once"}
+	first, err := c.CreateDocument(ctx, create, client.WithIdempotencyKey(key))
+	if err != nil {
+		log.Fatal(err)
+	}
+	again, err := c.CreateDocument(ctx, create, client.WithIdempotencyKey(key))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(first.JobID == again.JobID, first.DocumentID == again.DocumentID)
+	// Output: true true
 }
 
 // A job the executor refuses ends FAILED, and WaitJob returns its error
