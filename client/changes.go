@@ -38,7 +38,11 @@ type ChangesQuery struct {
 	// Operations includes each job's operations in its change.
 	Operations bool
 	// FromBeginning starts a feed without a cursor at the beginning of the
-	// log rather than at its end (new changes only).
+	// log rather than at its end (new changes only). A feed started at the
+	// end has no cursor until its first event or heartbeat: should its
+	// first connection end before one, it starts at the end again, and the
+	// changes committed in between are not delivered. Start from a saved
+	// cursor (After) where none may be missed.
 	FromBeginning bool
 	// After resumes after a cursor: a Change's Cursor or a Feed's Cursor
 	// saved earlier. It wins over FromBeginning.
