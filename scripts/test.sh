@@ -79,6 +79,10 @@ echo "== examples/embed: another module composing the stages from public package
 # shellcheck disable=SC2086
 (cd examples/embed && go vet ./... && go test -count=1 -timeout 5m ${GOTESTFLAGS:-} ./...)
 
+echo "== examples/projector: a projector of another module in a worker binary of its own, killed mid-batch"
+# shellcheck disable=SC2086
+(cd examples/projector && go vet ./... && go test -count=1 -timeout 5m ${GOTESTFLAGS:-} ./...)
+
 fuzztime=${FUZZTIME:-20000x}
 if [ "$fuzztime" != 0 ]; then
 	echo "== fuzzing each target for $fuzztime"
