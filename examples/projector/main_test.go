@@ -98,7 +98,7 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 		if attempt >= 3*kills {
 			t.Fatalf("only %d of %d kills found a batch transaction open", killed, kills)
 		}
-		if s.killMidBatch(ctx, wl) {
+		if s.killMidBatch(ctx, wl, holds[attempt%len(holds)]) {
 			killed++
 		}
 		s.startWorker()
@@ -309,21 +309,39 @@ func (s *stack) awaitPartitions(ctx context.Context) {
 	})
 }
 
-// killMidBatch holds the projector's checkpoint rows, which every batch
-// transaction locks first, thing after BEGIN (the fence), until a
-// transaction of the worker's waits on them: one of its batches is then
-// open, with nothing committed. It kills the worker with SIGKILL there,
-// lets go of the rows, and checks that the killed transaction's backend
-// ends without committing (it never sent COMMIT). It reports false when no
-// batch came (the workload was over); some jobs are submitted then, so the
-// next attempt has a batch to catch.
-func (s *stack) killMidBatch(ctx context.Context, wl *workload) bool {
+// hold is where a kill catches a batch transaction: rows the test locks,
+// and the worker's statement that then waits on them.
+type hold struct {
+	where string
+	lock  string // SQL taking the rows
+	waits string // a LIKE pattern of the waiting statement
+}
+
+var holds = []hold{
+	// The checkpoint rows, which every batch locks first thing after BEGIN
+	// (its fence): the batch is open and has sent nothing but that.
+	{"at its fence", `SELECT 1 FROM projector_checkpoints WHERE projector = '` + balances.Name + `' FOR UPDATE`, `%projector_checkpoints%FOR UPDATE%`},
+	// The projector's rows, which the batch writes in its last round trip,
+	// with the heads, the checkpoints and COMMIT behind them: the batch
+	// has verified and claimed its streams.
+	{"writing its rows", `SELECT 1 FROM ledger_balances FOR UPDATE`, `%INSERT INTO "ledger_balances"%`},
+}
+
+// killMidBatch locks the hold's rows until a transaction of the worker's
+// waits on them, with xact_start set: one of its batches is open and has
+// not committed. It kills the worker with SIGKILL there, lets go of the
+// rows, and waits for the killed transaction's backend to end, which it
+// does once it has the rows and finds its client gone (a COMMIT the worker
+// sent before it died may run first: a batch the worker never learned of).
+// It reports false when no batch came (the workload was over); some jobs
+// are submitted then, so the next attempt has a batch to catch.
+func (s *stack) killMidBatch(ctx context.Context, wl *workload, h hold) bool {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM projector_checkpoints WHERE projector = $1 FOR UPDATE`, balances.Name); err != nil {
+	if _, err := tx.Exec(ctx, h.lock); err != nil {
 		s.t.Fatal(err)
 	}
 	var pid int
@@ -332,7 +350,7 @@ func (s *stack) killMidBatch(ctx context.Context, wl *workload) bool {
 	for pid == 0 && time.Now().Before(deadline) {
 		err := s.pool.QueryRow(ctx, `SELECT pid, now() - xact_start FROM pg_stat_activity
 WHERE application_name = $1 AND xact_start IS NOT NULL AND state = 'active' AND wait_event_type = 'Lock'
-  AND query LIKE '%projector_checkpoints%FOR UPDATE%' LIMIT 1`, appName).Scan(&pid, &open)
+  AND query LIKE $2 LIMIT 1`, appName, h.waits).Scan(&pid, &open)
 		if err == pgx.ErrNoRows {
 			time.Sleep(20 * time.Millisecond)
 			continue
@@ -359,7 +377,7 @@ WHERE application_name = $1 AND xact_start IS NOT NULL AND state = 'active' AND 
 		s.queryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND xact_start IS NOT NULL`, []any{pid}, &n)
 		return n == 0
 	})
-	s.t.Logf("killed the worker with its batch transaction open for %s (backend %d)", open.Round(time.Millisecond), pid)
+	s.t.Logf("killed the worker with a batch transaction open %s for %s (backend %d)", h.where, open.Round(time.Millisecond), pid)
 	return true
 }
 
