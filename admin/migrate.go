@@ -11,7 +11,8 @@ import (
 
 // Migrations are every Postgres migration set doclog applies, the log's
 // first, then the projector runner's and each projector's of the catalog
-// that keeps tables in Postgres.
+// that keeps tables in Postgres: the built-in ones, then those registered
+// (catalog.Register), so a worker binary's migrate applies its own too.
 func Migrations() []pgmigrate.Set {
 	sets := []pgmigrate.Set{postgres.Migrations(), pgproj.RunnerMigrations()}
 	for _, spec := range catalog.All() {
@@ -31,7 +32,8 @@ func MigrateAll(ctx context.Context, store *postgres.Store) (int, error) {
 }
 
 // MigrationStatuses lists every migration MigrateAll applies, in its order:
-// by component (log, runner, docview, indexer), each in version order.
+// by component (log, runner, docview, indexer, then those of registered
+// projectors), each in version order.
 func MigrationStatuses(ctx context.Context, store *postgres.Store) ([]pgmigrate.Status, error) {
 	return pgmigrate.Statuses(ctx, store.Pool(), Migrations()...)
 }

@@ -1,7 +1,8 @@
 // Package app composes doclog's roles into one process: the one Postgres
 // pool every store shares, the Kafka clients, the model registry, metrics and
 // health, and the components of the roles a process runs. `doclog serve`,
-// `doclog dev` and `doclogctl bench --embedded` all run it.
+// `doclog dev`, `doclogctl bench --embedded` and the serve of a worker
+// binary (package worker) all run it.
 package app
 
 import (
