@@ -92,6 +92,12 @@ func TestCommandTree(t *testing.T) {
 	code, out = run(context.Background(), "serve", "--start", "yesterday")
 	require.Equal(t, 2, code, out)
 	require.Contains(t, out, "earliest, latest or an RFC 3339 time")
+	// serve reads DOCLOG_* as doclog serve does.
+	t.Setenv("DOCLOG_START", "yesterday")
+	code, out = run(context.Background(), "serve", "--database-url", "postgres://u@127.0.0.1:1/x")
+	require.NotEqual(t, 0, code, out)
+	require.Contains(t, out, "DOCLOG_START")
+	require.Contains(t, out, "earliest, latest or an RFC 3339 time")
 
 	var bad bytes.Buffer
 	require.Equal(t, 2, worker.Run(context.Background(), "w", nil, &bad, &bad, catalog.Spec{Name: "docview", Open: seenSpec().Open}))

@@ -138,9 +138,27 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 
+	// The operator's other views through the worker binary: its projector
+	// with a checkpoint per partition, and no quarantine.
+	out, err := s.run(ctx, s.workerBin, "projector", "list", "-o", "json", "--database-url", s.url, "--topics-prefix", s.prefix)
+	var listed []struct {
+		Name        string
+		Checkpoints []struct{ NextOffset int64 }
+		Quarantines []any
+	}
+	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 || listed[0].Name != balances.Name ||
+		fmt.Sprint(len(listed[0].Checkpoints)) != partitions || len(listed[0].Quarantines) != 0 {
+		s.t.Fatalf("projector list: %v\n%s", err, out)
+	}
+	out, err = s.run(ctx, s.workerBin, "quarantine", "list", "-o", "json", "--database-url", s.url)
+	var qs []any
+	if err != nil || json.Unmarshal([]byte(out), &qs) != nil || len(qs) != 0 {
+		s.t.Fatalf("quarantine list: %v\n%s", err, out)
+	}
+
 	// A rebuild through the worker binary, with the worker serving, gives
 	// the same table and heads.
-	out, err := s.run(ctx, s.workerBin, "projector", "rebuild", balances.Name, "-o", "json", "--database-url", s.url,
+	out, err = s.run(ctx, s.workerBin, "projector", "rebuild", balances.Name, "-o", "json", "--database-url", s.url,
 		"--kafka-seeds", s.seeds, "--topics-prefix", s.prefix, "--timeout", "3m")
 	if err != nil {
 		t.Fatalf("rebuild: %v\n%s", err, out)
@@ -348,7 +366,7 @@ func (s *stack) killMidBatch(ctx context.Context, wl *workload, h hold) bool {
 	var open time.Duration
 	deadline := time.Now().Add(20 * time.Second)
 	for pid == 0 && time.Now().Before(deadline) {
-		err := s.pool.QueryRow(ctx, `SELECT pid, now() - xact_start FROM pg_stat_activity
+		err := s.pool.QueryRow(ctx, `SELECT pid, clock_timestamp() - xact_start FROM pg_stat_activity
 WHERE application_name = $1 AND xact_start IS NOT NULL AND state = 'active' AND wait_event_type = 'Lock'
   AND query LIKE $2 LIMIT 1`, appName, h.waits).Scan(&pid, &open)
 		if err == pgx.ErrNoRows {
