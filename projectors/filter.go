@@ -80,16 +80,20 @@ func (f Filter) String() string {
 // (about a hundred bytes each).
 const documentTypeCacheSize = 1 << 16
 
-// documentTypes remembers the type of the documents a runner saw, so that
-// a reconciler comparing stream heads (which carry no type) with the
-// projection of a filter by type reads a document's type from the log
-// once, not on every pass. Write-ready records fill it for free. A
-// document's type never changes, so an entry is never stale; an evicted
-// one costs one more read. A nil *documentTypes knows nothing and looks
-// nothing up: the filter does not select by type.
+// documentTypes remembers the type of the documents a runner saw that its
+// filter does not follow, so that a reconciler comparing stream heads
+// (which carry no type) with the projection of a filter by type reads a
+// document's type from the log once, not on every pass. Write-ready
+// records fill it for free. A document of a followed type needs no entry
+// once its streams are held, so the records' ones are not kept: the bound
+// goes to the documents only this cache can tell apart. A document's type
+// never changes, so an entry is never stale; an evicted one costs one more
+// read. A nil *documentTypes knows nothing and looks nothing up: the
+// filter does not select by type.
 type documentTypes struct {
-	lru *lru.Cache[string, string]
-	log oplog.Store
+	lru    *lru.Cache[string, string]
+	log    oplog.Store
+	filter Filter
 	// reads counts the types read from the log.
 	reads atomic.Int64
 }
@@ -102,12 +106,12 @@ func newDocumentTypes(f Filter, log oplog.Store) *documentTypes {
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
-	return &documentTypes{lru: c, log: log}
+	return &documentTypes{lru: c, log: log, filter: f}
 }
 
-// saw records the type of a document a record named.
+// saw records the type of a document a record named, when not followed.
 func (d *documentTypes) saw(documentID, documentType string) {
-	if d == nil || documentType == "" {
+	if d == nil || documentType == "" || d.filter.FollowsType(documentType) {
 		return
 	}
 	d.lru.Add(documentID, documentType)
