@@ -121,6 +121,24 @@ func TestConfig(t *testing.T) {
 	} {
 		require.Error(t, bad.WithDefaults().Validate(), "%+v", bad)
 	}
+	require.Equal(t, readstore.DefaultFeedMaxStreams, c.FeedMaxStreams)
+	require.Equal(t, readstore.DefaultFeedHeartbeat, c.FeedHeartbeat)
+	require.Equal(t, readstore.DefaultFeedWriteTimeout, c.FeedWriteTimeout)
+	require.Equal(t, readstore.DefaultFeedMaxAge, c.FeedMaxAge)
+	require.Equal(t, readstore.DefaultFeedPollInterval, c.FeedPollInterval)
+	require.Equal(t, readstore.DefaultFeedPageSize, c.FeedPageSize)
+	require.Equal(t, readstore.DefaultFeedMaxFilterValues, c.FeedMaxFilterValues)
+	for bad, msg := range map[*readstore.Config]string{
+		{FeedMaxStreams: -1}:                                  "feed max streams must be at least 1",
+		{FeedPageSize: -5}:                                    "feed page size must be at least 1",
+		{FeedMaxFilterValues: -1}:                             "feed max filter values must be at least 1",
+		{FeedHeartbeat: -time.Second}:                         "feed heartbeat must be positive",
+		{FeedWriteTimeout: -time.Second}:                      "feed write timeout must be positive",
+		{FeedPollInterval: -time.Second}:                      "feed poll interval must be positive",
+		{FeedMaxAge: time.Second, FeedHeartbeat: time.Minute}: "feed heartbeat 1m0s must be shorter than the feed max age 1s",
+	} {
+		require.ErrorContains(t, bad.WithDefaults().Validate(), msg, "%+v", *bad)
+	}
 	reg, err := builtin.NewRegistry()
 	require.NoError(t, err)
 	_, err = readstore.NewHandler(readstore.Config{}, readstore.Deps{Registry: reg})

@@ -18,6 +18,14 @@ const (
 	DefaultMaxPageLimit      = 1000
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
+
+	DefaultFeedMaxStreams      = 1000
+	DefaultFeedHeartbeat       = 15 * time.Second
+	DefaultFeedWriteTimeout    = 10 * time.Second
+	DefaultFeedMaxAge          = time.Hour
+	DefaultFeedPollInterval    = 50 * time.Millisecond
+	DefaultFeedPageSize        = 500
+	DefaultFeedMaxFilterValues = 100
 )
 
 // Config configures the read store API. The zero value is usable after
@@ -57,6 +65,34 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful Stop when the caller's context has
 	// no deadline. Default 30s.
 	ShutdownTimeout time.Duration
+	// FeedMaxStreams bounds the change-feed streams (GET /v1/changes) one
+	// process serves at once; one more is answered 503 with Retry-After.
+	// Default 1000.
+	FeedMaxStreams int
+	// FeedHeartbeat is how long a stream goes without sending before it
+	// sends a heartbeat carrying the position it has scanned to. Default
+	// 15s.
+	FeedHeartbeat time.Duration
+	// FeedWriteTimeout bounds one write to a stream: a consumer that does
+	// not take an event (or heartbeat) within it is disconnected, so a slow
+	// reader holds no more than the connection's buffers and one page.
+	// Default 10s.
+	FeedWriteTimeout time.Duration
+	// FeedMaxAge is the longest a stream stays open; it then ends with
+	// "event: end" (reason max_age) and the client resumes from its last
+	// id. Default 1h.
+	FeedMaxAge time.Duration
+	// FeedPollInterval is how often the feed's shared poller reads the end
+	// of the log's tail while streams wait at the head: one query per
+	// interval for all of them. Default 50ms.
+	FeedPollInterval time.Duration
+	// FeedPageSize is how many rows of the tail a stream reads at a time,
+	// what it holds per connection (a transaction larger than a page is
+	// held whole). Default 500.
+	FeedPageSize int
+	// FeedMaxFilterValues bounds the values of one filter parameter of a
+	// stream (documentId=… given many times, say). Default 100.
+	FeedMaxFilterValues int
 	// TLS, if not nil, makes the Server serve HTTPS only, with this
 	// configuration (internal/certfile builds one from files, reloading the
 	// certificate). Default nil: plain HTTP.
@@ -92,6 +128,27 @@ func (c Config) WithDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.FeedMaxStreams == 0 {
+		c.FeedMaxStreams = DefaultFeedMaxStreams
+	}
+	if c.FeedHeartbeat == 0 {
+		c.FeedHeartbeat = DefaultFeedHeartbeat
+	}
+	if c.FeedWriteTimeout == 0 {
+		c.FeedWriteTimeout = DefaultFeedWriteTimeout
+	}
+	if c.FeedMaxAge == 0 {
+		c.FeedMaxAge = DefaultFeedMaxAge
+	}
+	if c.FeedPollInterval == 0 {
+		c.FeedPollInterval = DefaultFeedPollInterval
+	}
+	if c.FeedPageSize == 0 {
+		c.FeedPageSize = DefaultFeedPageSize
+	}
+	if c.FeedMaxFilterValues == 0 {
+		c.FeedMaxFilterValues = DefaultFeedMaxFilterValues
+	}
 	return c
 }
 
@@ -114,6 +171,8 @@ func (c Config) Validate() error {
 	}{
 		{"default wait", c.DefaultWait}, {"max wait", c.MaxWait}, {"poll interval", c.PollInterval},
 		{"read header timeout", c.ReadHeaderTimeout}, {"shutdown timeout", c.ShutdownTimeout},
+		{"feed heartbeat", c.FeedHeartbeat}, {"feed write timeout", c.FeedWriteTimeout},
+		{"feed max age", c.FeedMaxAge}, {"feed poll interval", c.FeedPollInterval},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("read store %s must be positive, got %s", d.name, d.v)
@@ -127,6 +186,19 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultPageLimit < 1 || c.MaxPageLimit < c.DefaultPageLimit {
 		return fmt.Errorf("read store page limits must be positive with the maximum (%d) at least the default (%d)", c.MaxPageLimit, c.DefaultPageLimit)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"feed max streams", c.FeedMaxStreams}, {"feed page size", c.FeedPageSize}, {"feed max filter values", c.FeedMaxFilterValues},
+	} {
+		if n.v < 1 {
+			return fmt.Errorf("read store %s must be at least 1, got %d", n.name, n.v)
+		}
+	}
+	if c.FeedHeartbeat >= c.FeedMaxAge {
+		return fmt.Errorf("read store feed heartbeat %s must be shorter than the feed max age %s", c.FeedHeartbeat, c.FeedMaxAge)
 	}
 	if c.Addr == "" {
 		return errors.New("read store address must not be empty")

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/doclog/doclog/internal/httpapi"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/readstore/feed"
 )
 
 // OpenAPI is the API's OpenAPI 3 document, served at GET /openapi.yaml.
@@ -55,6 +57,12 @@ type Handler struct {
 	bearer   httpapi.Bearer
 	mux      *http.ServeMux
 	served   http.Handler // mux, observed by request metrics
+	// feedServed serves the change feed without the request metrics,
+	// whose writer hides the connection's write deadline, and whose
+	// durations a stream would only distort.
+	feedServed http.Handler
+	hub        *feed.Hub
+	streams    atomic.Int64
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -87,6 +95,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		m: newMetrics(reg), closing: make(chan struct{}),
 	}
 	h.waiter = newWaiter(h.progress, cfg.PollInterval, cfg.PollBatch, logger, h.m)
+	h.hub = feed.NewHub(deps.Log, cfg.FeedPollInterval)
 	h.bearer = httpapi.NewBearer(cfg.ReadTokens, cfg.BearerTokens)
 	if h.bearer.Off() {
 		logger.Warn("read store authentication is off: no bearer tokens are configured, so anyone who reaches the API can read every document")
@@ -105,20 +114,31 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
 	})
+	feedMux := http.NewServeMux()
+	feedMux.Handle("GET "+ChangesPath, h.auth(h.changes))
+	h.feedServed = httpapi.WithRequestID(httpapi.Routes(feedMux), logger)
 	h.mux = mux
 	h.served = httpapi.NewRequestMetrics(reg, "readstore").Wrap(httpapi.WithRequestID(httpapi.Routes(mux), logger))
 	return h, nil
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.served.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == ChangesPath {
+		h.feedServed.ServeHTTP(w, r)
+		return
+	}
+	h.served.ServeHTTP(w, r)
+}
 
-// Close answers every waiting read with 503, stops the poller and makes
-// /readyz fail. It is safe to call more than once.
+// Close answers every waiting read with 503, ends every change stream
+// with event: end (reason shutdown), stops the pollers and makes /readyz
+// fail. It is safe to call more than once.
 func (h *Handler) Close() {
 	h.closeOnce.Do(func() {
 		close(h.closing)
 		h.waiter.close()
+		h.hub.Close()
 	})
 }
 

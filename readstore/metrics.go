@@ -22,6 +22,11 @@ type metrics struct {
 	waitSeconds *prometheus.HistogramVec
 	waiting     prometheus.Gauge
 	lookups     *prometheus.CounterVec
+
+	feedStreams prometheus.Gauge
+	feedRefused prometheus.Counter
+	feedEvents  prometheus.Counter
+	feedEnds    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -41,5 +46,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lookups: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "poller_lookups_total", Help: "Progress lookups of the shared poller, by source.",
 		}, []string{"source"})),
+		feedStreams: telemetry.Reuse(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "feed_streams", Help: "Change-feed streams open now.",
+		})),
+		feedRefused: telemetry.Reuse(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "feed_refused_total", Help: "Change-feed streams refused with 503 because the process served its maximum.",
+		})),
+		feedEvents: telemetry.Reuse(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "feed_events_total", Help: "Change-feed events sent.",
+		})),
+		feedEnds: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "feed_ends_total",
+			Help: "Change-feed streams ended, by reason (client_gone, write_failed: a slow or gone consumer, error: the log failed, shutdown, max_age).",
+		}, []string{"reason"})),
 	}
 }

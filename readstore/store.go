@@ -169,12 +169,16 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
-// Log is the part of the operation log the read store uses;
-// *log/postgres.Store satisfies it.
+// Log is the part of the operation log the read store uses (the change
+// feed pages the tail and polls its end); *log/postgres.Store satisfies it.
 type Log interface {
 	ReadStream(ctx context.Context, stream oplog.StreamKey, fromIndex int64, limit int) ([]oplog.Operation, error)
 	Revisions(ctx context.Context, documentID, branch string) (oplog.Revisions, error)
 	NearestKeyframe(ctx context.Context, stream oplog.StreamKey, atOrBelow int64) (oplog.Keyframe, bool, error)
+	Heads(ctx context.Context, documentIDs []string) (map[oplog.StreamKey]int64, error)
+	Tail(ctx context.Context, after oplog.Cursor, limit int) (oplog.TailPage, error)
+	TailEnd(ctx context.Context) (oplog.TailEnd, error)
+	CursorBefore(txid uint64) oplog.Cursor
 }
 
 // NotFoundError reports a document (or slug) a source does not hold.
