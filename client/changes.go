@@ -38,14 +38,14 @@ type ChangesQuery struct {
 	// Operations includes each job's operations in its change.
 	Operations bool
 	// FromBeginning starts a feed without a cursor at the beginning of the
-	// log rather than at its end (new changes only). A feed started at the
-	// end has no cursor until its first event or heartbeat: should its
-	// first connection end before one, it starts at the end again, and the
-	// changes committed in between are not delivered. Start from a saved
-	// cursor (After) where none may be missed.
+	// log rather than at its end (new changes only). Either way the
+	// server's first frame is a heartbeat at the start position, which
+	// becomes the feed's cursor, so a reconnect resumes where the feed
+	// started rather than at a later end.
 	FromBeginning bool
 	// After resumes after a cursor: a Change's Cursor or a Feed's Cursor
-	// saved earlier. It wins over FromBeginning.
+	// saved earlier (opaque; the server refuses anything else with 400).
+	// It wins over FromBeginning.
 	After string
 }
 
@@ -55,20 +55,25 @@ type Change struct {
 	// Cursor is the change's place in the feed: resuming after it neither
 	// skips nor repeats a change.
 	Cursor string `json:"cursor"`
-	// Kind is the job's primary kind: KindCreated if it created the
-	// document, else KindDeleted, KindRelationshipAdded,
+	// Kind is the job's primary kind, Kinds[0]: KindCreated if it created
+	// the document, else KindDeleted, KindRelationshipAdded,
 	// KindRelationshipRemoved, KindUpdated in that order.
 	Kind string `json:"kind"`
-	// Kinds lists every kind the job has.
+	// Kinds lists every kind the job has, in that same order (any action
+	// but the four with a kind of their own counts as KindUpdated).
 	Kinds        []string `json:"kinds"`
 	JobID        string   `json:"jobId"`
 	DocumentID   string   `json:"documentId"`
 	DocumentType string   `json:"documentType"`
 	Branch       string   `json:"branch"`
-	// Scopes are the ranges of indexes the job wrote, per scope.
-	Scopes         []ScopeRange `json:"scopes"`
-	TimestampUtcMs int64        `json:"timestampUtcMs"`
-	// Operations are the job's operations, with ChangesQuery.Operations.
+	// Scopes are the ranges of indexes the job wrote, per scope, in scope
+	// name order.
+	Scopes []ScopeRange `json:"scopes"`
+	// TimestampUtcMs is the latest action timestamp of the job's
+	// operations on the document.
+	TimestampUtcMs int64 `json:"timestampUtcMs"`
+	// Operations are the job's operations on the document in log order,
+	// with ChangesQuery.Operations.
 	Operations []Operation `json:"operations,omitempty"`
 }
 

@@ -25,7 +25,7 @@ func stream(w http.ResponseWriter) func(id, event, data string) {
 }
 
 func change(cursor, jobID string) string {
-	return `{"cursor":"` + cursor + `","kind":"updated","kinds":["updated","relationship.added"],"jobId":"` + jobID + `","documentId":"d-1",` +
+	return `{"cursor":"` + cursor + `","kind":"relationship.added","kinds":["relationship.added","updated"],"jobId":"` + jobID + `","documentId":"d-1",` +
 		`"documentType":"doclog/json","branch":"main","scopes":[{"scope":"global","fromIndex":4,"toIndex":5}],"timestampUtcMs":1764600000000}`
 }
 
@@ -80,7 +80,7 @@ func TestFeedResumes(t *testing.T) {
 	got := collect(t, ctx, feed, 3)
 
 	require.Equal(t, []string{"job-1", "job-2", "job-3"}, []string{got[0].JobID, got[1].JobID, got[2].JobID})
-	require.Equal(t, client.Change{Cursor: "1-1", Kind: "updated", Kinds: []string{"updated", "relationship.added"}, JobID: "job-1",
+	require.Equal(t, client.Change{Cursor: "1-1", Kind: "relationship.added", Kinds: []string{"relationship.added", "updated"}, JobID: "job-1",
 		DocumentID: "d-1", DocumentType: "doclog/json", Branch: "main",
 		Scopes: []client.ScopeRange{{Scope: "global", FromIndex: 4, ToIndex: 5}}, TimestampUtcMs: 1764600000000}, got[0])
 	require.Equal(t, "6-1", feed.Cursor())
@@ -110,10 +110,11 @@ func TestFeedResumes(t *testing.T) {
 // the last one stopped.
 func TestFeedAfterAndReiteration(t *testing.T) {
 	t.Parallel()
+	next := map[string]string{"7-2": "7-3", "7-3": "9-1"}
 	s := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		after := r.Header.Get("Last-Event-ID")
 		send := stream(w)
-		send(after+"+", "updated", change(after+"+", "job-after-"+after))
+		send(next[after], "updated", change(next[after], "job-after-"+after))
 		<-r.Context().Done()
 	})
 	c := newTestClient(t, s.srv.URL, client.Config{})
@@ -122,8 +123,35 @@ func TestFeedAfterAndReiteration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.Equal(t, "job-after-7-2", collect(t, ctx, feed, 1)[0].JobID)
-	require.Equal(t, "job-after-7-2+", collect(t, ctx, feed, 1)[0].JobID)
-	require.Equal(t, "7-2++", feed.Cursor())
+	require.Equal(t, "job-after-7-3", collect(t, ctx, feed, 1)[0].JobID)
+	require.Equal(t, "9-1", feed.Cursor())
+}
+
+// The heartbeat a stream starts with is its start position: a feed from
+// now whose first connection ends before any change resumes there, not at
+// the end of the log again.
+func TestFeedResumesFromTheFirstHeartbeat(t *testing.T) {
+	t.Parallel()
+	s := newRecorder(t,
+		func(w http.ResponseWriter, r *http.Request) {
+			stream(w)("5-0", "heartbeat", `{"cursor":"5-0"}`)
+		},
+		func(w http.ResponseWriter, r *http.Request) {
+			send := stream(w)
+			send("5-0", "heartbeat", `{"cursor":"5-0"}`)
+			send("6-1", "updated", change("6-1", "job-1"))
+			<-r.Context().Done()
+		},
+	)
+	c := newTestClient(t, s.srv.URL, client.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.Equal(t, "job-1", collect(t, ctx, c.Changes(client.ChangesQuery{}), 1)[0].JobID)
+	reqs := s.requests()
+	require.Len(t, reqs, 2)
+	require.Empty(t, reqs[0].Header.Values("Last-Event-ID"), "no empty Last-Event-ID: the server refuses one")
+	require.Empty(t, reqs[0].URL.Query().Get("from"), "from=now is the server's default")
+	require.Equal(t, "5-0", reqs[1].Header.Get("Last-Event-ID"))
 }
 
 // A connection silent for longer than FeedIdleTimeout is dropped and the
