@@ -99,3 +99,58 @@ func ExampleIsNotFound() {
 	// true
 	// 404 document_not_found
 }
+
+// Follow a document's changes while submitting to it: the feed, filtered
+// by the document's id, yields one change per committed job in commit
+// order, and resumes by itself if the connection drops.
+func ExampleClient_Changes() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(client.Config{IngestURL: ingestURL, ReadstoreURL: readstoreURL, WriteToken: writeToken, ReadToken: readToken})
+	if err != nil {
+		log.Fatal(err)
+	}
+	acc, err := c.CreateDocument(ctx, client.CreateDocument{DocumentType: "doclog/json", Name: "followed"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	submitted := make(chan error, 1)
+	go func() {
+		// Each job waits for the one before, so they commit in this order.
+		for _, a := range []client.Action{
+			{Type: "MERGE_PATCH", Scope: "global", Input: map[string]any{"status": "final"}},
+			{Type: "ADD_RELATIONSHIP", Scope: "document", Input: map[string]any{"targetId": "appendix-1", "type": "child"}},
+		} {
+			j, err := c.SubmitJob(ctx, client.Job{DocumentID: acc.DocumentID, DocumentType: "doclog/json", Actions: []client.Action{a}})
+			if err == nil {
+				_, err = c.WaitJob(ctx, j.JobID)
+			}
+			if err != nil {
+				submitted <- err
+				return
+			}
+		}
+		_, err := c.DeleteDocument(ctx, client.DeleteDocument{DocumentID: acc.DocumentID, DocumentType: "doclog/json"})
+		submitted <- err
+	}()
+
+	feed := c.Changes(client.ChangesQuery{DocumentIDs: []string{acc.DocumentID}, FromBeginning: true})
+	n := 0
+	for ch, err := range feed.All(ctx) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(ch.Kind, ch.Kinds)
+		if n++; n == 4 {
+			break
+		}
+	}
+	if err := <-submitted; err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// created [created updated]
+	// updated [updated]
+	// relationship.added [relationship.added]
+	// deleted [deleted]
+}
