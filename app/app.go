@@ -35,7 +35,6 @@ import (
 	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model"
-	"github.com/doclog/doclog/model/builtin"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
 	"github.com/doclog/doclog/projectors/catalog"
@@ -82,7 +81,7 @@ type App struct {
 // wait can cure (a malformed URL, an unreadable certificate) fails here. ctx
 // is not used.
 func New(_ context.Context, s *Settings, logger *zap.Logger) (*App, error) {
-	reg, err := builtin.NewRegistry()
+	reg, err := catalog.Registry()
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,6 @@ import (
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model"
-	"github.com/doclog/doclog/model/builtin"
 	"github.com/doclog/doclog/projectors/catalog"
 )
 
@@ -177,7 +176,7 @@ func (g *globals) kafka() kafka.Config {
 }
 
 func (g *globals) registry() (*model.Registry, error) {
-	return builtin.NewRegistry()
+	return catalog.Registry()
 }
 
 // withTimeout bounds a command by --timeout.

@@ -16,6 +16,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/builtin"
 	"github.com/doclog/doclog/pgmigrate"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/analytics"
@@ -45,6 +47,29 @@ type Spec struct {
 	// Open builds the projector; close releases what it holds (after its
 	// runner stopped).
 	Open func(ctx context.Context, o Options) (p projectors.Projector, close func(), err error)
+	// Models are document models the projector reads beyond the built-in
+	// ones (model/builtin): the registry of every process that runs or
+	// operates a projector of the catalog holds them (Registry), the
+	// executor's and ingest's too when the process runs them.
+	Models []model.Model
+}
+
+// Registry returns a model registry of the built-in models and those of
+// every spec, so that what verifies a projector's streams knows their
+// models.
+func Registry() (*model.Registry, error) {
+	reg, err := builtin.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range All() {
+		for _, m := range s.Models {
+			if err := reg.Register(m); err != nil {
+				return nil, fmt.Errorf("register the models of projector %s: %w", s.Name, err)
+			}
+		}
+	}
+	return reg, nil
 }
 
 // Options are what opening a projector may need.

@@ -2,11 +2,15 @@ package catalog_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/ledger"
 	"github.com/doclog/doclog/projectors"
 	"github.com/doclog/doclog/projectors/catalog"
 )
@@ -52,4 +56,23 @@ func TestRegister(t *testing.T) {
 	_, err = catalog.Lookup("nope")
 	require.ErrorAs(t, err, &unknown)
 	require.ErrorContains(t, err, "catalog_test_noop")
+
+	// A spec's models join the built-in ones in the registry every process
+	// that runs or operates projectors builds.
+	counter := model.MustSpec(model.Spec{
+		DocumentType: "catalog_test/counter", ModelVersion: 1,
+		Initial: map[string]func() any{oplog.ScopeGlobal: func() any { return 0.0 }},
+		ActionList: []*model.ActionSpec{{
+			Type: "INCREMENT", Scopes: []string{oplog.ScopeGlobal}, Description: "Adds one.", Input: "{}",
+			Decode: func(json.RawMessage) (any, error) { return nil, nil },
+			Reduce: func(state any, _ *model.Call) (any, error) { return state.(float64) + 1, nil },
+		}},
+	})
+	require.NoError(t, catalog.Register(catalog.Spec{Name: "catalog_test_counter", Open: open, Models: []model.Model{counter}}))
+	reg, err := catalog.Registry()
+	require.NoError(t, err)
+	_, err = reg.Get("catalog_test/counter", 1)
+	require.NoError(t, err)
+	_, err = reg.Get(ledger.DocumentType, 1)
+	require.NoError(t, err, "and the built-in ones")
 }
