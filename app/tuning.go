@@ -188,6 +188,20 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 		"bound on reading a request's headers: raising it tolerates slower clients at the cost of idle connections held longer (slowloris)")
 	b.duration(&r.ShutdownTimeout, "readstore-shutdown-timeout", readstore.DefaultShutdownTimeout, time.Nanosecond,
 		"bound on finishing in-flight requests at a stop: raising it lets long waits finish at the cost of slower stops")
+	b.int(&r.FeedMaxStreams, "readstore-feed-max-streams", readstore.DefaultFeedMaxStreams, 1,
+		"change-feed streams one process serves at once, one more answered 503: raising it admits more subscribers at the cost of a connection, a goroutine and a page of the tail per stream")
+	b.duration(&r.FeedHeartbeat, "readstore-feed-heartbeat", readstore.DefaultFeedHeartbeat, time.Nanosecond,
+		"longest silence of a change-feed stream before it sends a heartbeat with its position (shorter than --readstore-feed-max-age): raising it sends fewer frames at the cost of proxies more likely to drop idle streams and resume points moving on later")
+	b.duration(&r.FeedWriteTimeout, "readstore-feed-write-timeout", readstore.DefaultFeedWriteTimeout, time.Nanosecond,
+		"bound on one write to a change-feed stream; a consumer that does not read within it is disconnected: raising it keeps slow consumers connected at the cost of holding their stream, and its slot, longer")
+	b.duration(&r.FeedMaxAge, "readstore-feed-max-age", readstore.DefaultFeedMaxAge, time.Nanosecond,
+		"longest life of a change-feed stream, ended with event: end so the client reconnects: raising it reconnects clients less often at the cost of streams staying on one instance longer (uneven load after a scale-out)")
+	b.duration(&r.FeedPollInterval, "readstore-feed-poll-interval", readstore.DefaultFeedPollInterval, time.Nanosecond,
+		"how often the one shared poll reads the end of the log while change-feed streams wait at the head: raising it costs Postgres fewer queries at the cost of events reaching subscribers later")
+	b.int(&r.FeedPageSize, "readstore-feed-page-size", readstore.DefaultFeedPageSize, 1,
+		"rows of the log a change-feed stream reads and holds at a time: raising it takes catching-up streams fewer queries at the cost of memory per stream")
+	b.int(&r.FeedMaxFilterValues, "readstore-feed-max-filter-values", readstore.DefaultFeedMaxFilterValues, 1,
+		"values one change-feed filter parameter may take: raising it admits larger selections at the cost of more matching work per event")
 
 	b.int64(&i.MaxBodyBytes, "ingest-max-body-bytes", ingest.DefaultMaxBodyBytes, 1,
 		"largest request body, answered 413 beyond (at most the 1 MiB a job record may have): raising it admits larger jobs at the cost of memory per request")
