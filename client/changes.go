@@ -124,42 +124,47 @@ func (f *Feed) setCursor(c string) {
 }
 
 // All yields the feed's changes, resuming after the last cursor whenever
-// the connection ends, with a bounded backoff between attempts. It ends
-// when the loop breaks, when ctx ends (without an error: ctx.Err() says
-// why), or with one error that no retry can cure, yielded
-// last: a refusal of the query (an *APIError, 400 for a bad filter or
-// cursor, 401, 403, 404 if the server has no feed), an event that does not
-// decode, or MaxAttempts connection attempts in a row that delivered
-// nothing. A new iteration after it ended resumes after Cursor.
+// the connection ends. Until a first stream opens, connecting is bounded
+// by MaxAttempts like any call, so a wrong URL or a server down at the
+// start is reported; from then on the feed resumes until ctx ends, the
+// delay between attempts growing (up to MaxDelay) while reconnects bring no
+// new cursor. It ends when the loop breaks, when ctx ends (without an
+// error: ctx.Err() says why), or with one error yielded last: a refusal
+// (an *APIError: 400 for a bad filter or cursor, 401 for a token the
+// server does not know, 404 from a server without the feed), an answer
+// that is not an event stream, an event that does not decode, or the first
+// connection's attempts spent. A new iteration after it ended resumes
+// after Cursor.
 func (f *Feed) All(ctx context.Context) iter.Seq2[Change, error] {
 	return func(yield func(Change, error) bool) {
-		failures := 0
+		connected := false
+		// stale counts the attempts in a row that brought no new cursor.
+		stale := 0
 		for ctx.Err() == nil {
-			progressed, stop, err := f.connect(ctx, yield)
-			if stop {
+			before := f.Cursor()
+			opened, stop, err := f.connect(ctx, yield)
+			if stop || ctx.Err() != nil {
 				return
 			}
-			if ctx.Err() != nil {
-				return
-			}
-			if progressed {
-				failures = 0
-			}
+			connected = connected || opened
 			var end *endOfStream
 			if errors.As(err, &end) && end.reason == "max_age" {
 				// The server rotates long connections: nothing is wrong.
 				continue
 			}
-			if err != nil && !retryable(ctx, err) {
+			if !retryable(ctx, err) {
 				yield(Change{}, err)
 				return
 			}
-			failures++
-			if failures >= f.c.cfg.MaxAttempts && !progressed {
-				yield(Change{}, fmt.Errorf("follow the change feed: %d connection attempts in a row delivered nothing: %w", failures, err))
+			if f.Cursor() != before {
+				stale = 0
+			}
+			stale++
+			if !connected && stale >= f.c.cfg.MaxAttempts {
+				yield(Change{}, fmt.Errorf("follow the change feed: %d attempts to connect failed: %w", stale, err))
 				return
 			}
-			if sleep(ctx, f.reconnectDelay(err, failures)) != nil {
+			if sleep(ctx, f.reconnectDelay(err, stale)) != nil {
 				return
 			}
 		}
@@ -208,10 +213,10 @@ func (f *Feed) request() request {
 	return request{api: readstoreRead, method: http.MethodGet, path: "/v1/changes", query: q, header: h}
 }
 
-// connect opens one connection and reads it to its end. progressed reports
-// whether it delivered any event; stop that the loop must end (the consumer
-// broke out, or yielded a final error already).
-func (f *Feed) connect(parent context.Context, yield func(Change, error) bool) (progressed, stop bool, err error) {
+// connect opens one connection and reads it to its end, which err says
+// (never nil). opened reports whether the stream opened; stop that the
+// loop must end (the consumer broke out, or a final error was yielded).
+func (f *Feed) connect(parent context.Context, yield func(Change, error) bool) (opened, stop bool, err error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	resp, err := f.c.send(ctx, f.request())
@@ -222,6 +227,7 @@ func (f *Feed) connect(parent context.Context, yield func(Change, error) bool) (
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		return false, false, &permanentError{fmt.Errorf("follow the change feed: the answer is %q, not an event stream", resp.Header.Get("Content-Type"))}
 	}
+	// From here on the connection's end is the feed's to resume from.
 	var idle *time.Timer
 	if d := f.c.cfg.FeedIdleTimeout; d > 0 {
 		idle = time.AfterFunc(d, func() { cancel(errIdle) })
@@ -241,9 +247,8 @@ func (f *Feed) connect(parent context.Context, yield func(Change, error) bool) (
 			if errors.Is(err, io.EOF) {
 				err = errors.New("the change feed's connection ended")
 			}
-			return progressed, false, err
+			return true, false, err
 		}
-		progressed = true
 		switch ev.event {
 		case "heartbeat":
 			f.setCursor(r.lastID)

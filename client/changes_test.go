@@ -43,6 +43,14 @@ func collect(t *testing.T, ctx context.Context, f *client.Feed, n int) []client.
 	return out
 }
 
+// follow reads n changes of the feed q selects from the server at url.
+func follow(t *testing.T, url string, cfg client.Config, q client.ChangesQuery, n int) []client.Change {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return collect(t, ctx, newTestClient(t, url, cfg).Changes(q), n)
+}
+
 // The feed resumes after the last id it read, heartbeat included, across
 // a dropped connection, a 503 and the server's end of the stream, and asks
 // with the same filters every time.
@@ -143,10 +151,7 @@ func TestFeedResumesFromTheFirstHeartbeat(t *testing.T) {
 			<-r.Context().Done()
 		},
 	)
-	c := newTestClient(t, s.srv.URL, client.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.Equal(t, "job-1", collect(t, ctx, c.Changes(client.ChangesQuery{}), 1)[0].JobID)
+	require.Equal(t, "job-1", follow(t, s.srv.URL, client.Config{}, client.ChangesQuery{}, 1)[0].JobID)
 	reqs := s.requests()
 	require.Len(t, reqs, 2)
 	require.Empty(t, reqs[0].Header.Values("Last-Event-ID"), "no empty Last-Event-ID: the server refuses one")
@@ -168,10 +173,7 @@ func TestFeedIdleTimeout(t *testing.T) {
 			<-r.Context().Done()
 		},
 	)
-	c := newTestClient(t, s.srv.URL, client.Config{FeedIdleTimeout: 50 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	got := collect(t, ctx, c.Changes(client.ChangesQuery{}), 2)
+	got := follow(t, s.srv.URL, client.Config{FeedIdleTimeout: 50 * time.Millisecond}, client.ChangesQuery{}, 2)
 	require.Equal(t, "job-2", got[1].JobID)
 	reqs := s.requests()
 	require.Len(t, reqs, 2)
@@ -197,8 +199,8 @@ func TestFeedRefusal(t *testing.T) {
 	require.Len(t, s.requests(), 1)
 }
 
-// Connections that deliver nothing are tried MaxAttempts times in a row,
-// then the feed ends with the last failure.
+// A feed that never opened a stream gives up after MaxAttempts, with the
+// last failure.
 func TestFeedGivesUp(t *testing.T) {
 	t.Parallel()
 	s := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
@@ -211,8 +213,36 @@ func TestFeedGivesUp(t *testing.T) {
 	}
 	require.Len(t, errs, 1)
 	require.Equal(t, http.StatusBadGateway, client.AsAPIError(errs[0]).StatusCode)
-	require.ErrorContains(t, errs[0], "3 connection attempts in a row delivered nothing")
+	require.ErrorContains(t, errs[0], "3 attempts to connect failed")
 	require.Len(t, s.requests(), 3)
+}
+
+// Once a stream opened, the feed outlasts an outage longer than
+// MaxAttempts and resumes where it was.
+func TestFeedOutlastsAnOutage(t *testing.T) {
+	t.Parallel()
+	down := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
+	s := newRecorder(t,
+		func(w http.ResponseWriter, r *http.Request) {
+			send := stream(w)
+			send("1-0", "heartbeat", `{"cursor":"1-0"}`)
+			send("2-1", "updated", change("2-1", "job-1"))
+		},
+		down, down, down, down,
+		func(w http.ResponseWriter, r *http.Request) {
+			send := stream(w)
+			send("2-1", "heartbeat", `{"cursor":"2-1"}`)
+			send("3-1", "updated", change("3-1", "job-2"))
+			<-r.Context().Done()
+		},
+	)
+	got := follow(t, s.srv.URL, client.Config{MaxAttempts: 2}, client.ChangesQuery{}, 2)
+	require.Equal(t, "job-2", got[1].JobID)
+	reqs := s.requests()
+	require.Len(t, reqs, 6)
+	for _, r := range reqs[1:] {
+		require.Equal(t, "2-1", r.Header.Get("Last-Event-ID"))
+	}
 }
 
 // An answer that is not an event stream ends the feed with an error.

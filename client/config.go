@@ -53,8 +53,8 @@ type Config struct {
 	// MaxAttempts bounds the attempts of one call, the first included: a
 	// request that failed on the network or was answered 429, 502, 503 or
 	// 504 is sent again until then. For the change feed it bounds the
-	// consecutive connection attempts that delivered nothing. Default 5; 1
-	// turns retries off.
+	// attempts to open its first stream; once one opened, the feed resumes
+	// until its context ends. Default 5; 1 turns retries off.
 	MaxAttempts int
 	// BaseDelay is the delay before the first retry; it doubles with each
 	// further retry, up to MaxDelay, and each delay is drawn at random from
