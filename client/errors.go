@@ -58,7 +58,8 @@ type APIError struct {
 	// RequestID is the request's id (the body's requestId, or the
 	// X-Request-Id header): quote it to find the server's log entries.
 	RequestID string
-	// RetryAfter is the answer's Retry-After, zero without one.
+	// RetryAfter is the answer's Retry-After (seconds or a date, at most a
+	// day), zero without one.
 	RetryAfter time.Duration
 	// Method and URL are the request's.
 	Method, URL string
@@ -190,8 +191,8 @@ func IsConsistencyTimeout(err error) bool { return hasCode(err, CodeConsistencyT
 func IsQuarantined(err error) bool { return hasCode(err, CodeStreamQuarantined) }
 
 // JobFailedError is a job whose status is FAILED: the executor will never
-// commit it. ErrorHistory is what the job's status reports, the latest
-// failure last.
+// commit it. ErrorHistory is what the job's status reports, the failure
+// that ended the job last.
 type JobFailedError struct {
 	JobID        string
 	ErrorHistory []ErrorInfo

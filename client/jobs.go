@@ -124,10 +124,11 @@ func (c *Client) WaitJob(ctx context.Context, jobID string) (*JobStatus, error) 
 			if err := ctx.Err(); err != nil {
 				return st, err
 			}
-			// A server that answers PENDING well before the wait (one
-			// stopping, or capping the wait low) is polled with a backoff
-			// rather than in a tight loop.
-			if time.Since(start) < wait/2 {
+			// A server that answers PENDING at once (one stopping) is
+			// polled with a backoff rather than in a tight loop. One that
+			// held the poll for a while, if shorter than asked (its cap),
+			// is polled again at once.
+			if time.Since(start) < min(wait/2, time.Second) {
 				early++
 				if err := sleep(ctx, backoff(c.cfg.BaseDelay, c.cfg.MaxDelay, early)); err != nil {
 					return st, err

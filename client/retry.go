@@ -45,7 +45,8 @@ func backoff(base, max time.Duration, n int) time.Duration {
 }
 
 // retryAfter parses a Retry-After header: seconds, or an HTTP date. Zero
-// when absent, malformed or in the past.
+// when absent, malformed or in the past; at most a day, so that a broken
+// header cannot park a call whose context has no deadline for good.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
