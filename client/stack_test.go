@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/doclog/doclog/executor"
@@ -101,6 +102,13 @@ func startStack(ctx context.Context) (*stack, error) {
 		return fail(err)
 	}
 	closers = append(closers, cl.Close)
+	// Run after every consumer stopped, before the client closes, as the
+	// repository's tests do: a run leaves no topics behind.
+	closers = append(closers, func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = kadm.NewClient(cl).DeleteTopics(dctx, topics.All()...)
+	})
 	if _, err := kafka.EnsureTopics(ctx, cl, topicsCfg); err != nil {
 		return fail(fmt.Errorf("ensure the topics: %w", err))
 	}
