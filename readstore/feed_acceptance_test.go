@@ -3,12 +3,15 @@ package readstore_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -127,13 +130,15 @@ func (f *follower) connect(client *http.Client) (bool, error) {
 
 // The change feed end to end: 10,000 jobs over 100 documents, 50 jobs of
 // many documents per transaction, with child and other links between them.
-// A subscriber that hangs up at random points and resumes from its last
-// id, while the read store is stopped and started again on the same
-// address mid-run, gets every event exactly once, each document's scopes
-// contiguous from index 0 to the log's head; filtered subscribers get
-// exactly their subset; consumers that stop reading are cut off while the
-// server's heap stays bounded, and resuming from the last id one of them
-// read continues with no gap.
+// The read store serves in the test's process for a third of the jobs and
+// is stopped, then as a `doclog serve --roles=readstore` process on the
+// same address, killed with SIGKILL after two thirds, then as another. A
+// subscriber that hangs up at random points and resumes from its last id
+// gets every event exactly once, each document's scopes contiguous from
+// index 0 to the log's head; filtered subscribers get exactly their subset;
+// consumers that stop reading are cut off while the server's heap stays
+// bounded, and resuming from the last id one of them read continues with
+// no gap.
 func TestFeedAcceptance(t *testing.T) {
 	env := projtest.New(t)
 	w := newLogWriter(t, env)
@@ -147,10 +152,14 @@ func TestFeedAcceptance(t *testing.T) {
 	)
 	reg := prometheus.NewRegistry()
 	cfg := readstore.Config{FeedHeartbeat: 200 * time.Millisecond, FeedWriteTimeout: writeCap, FeedPageSize: 64, FeedPollInterval: 20 * time.Millisecond}
+	// The read store first runs in the test's process, then as `doclog
+	// serve --roles=readstore` processes on the same address.
 	srv := startFeedWith(t, env, cfg, reg)
-	var base atomic.Value
-	base.Store(srv.base)
-	cfg.Addr = srv.srv.Addr().String()
+	addr := srv.srv.Addr().String()
+	serve := []string{"--roles=readstore", "--readstore-addr=" + addr, "--ops-addr=127.0.0.1:0", "--log-level=error",
+		"--database-url=" + env.Pool.Config().ConnString(), "--migrate=auto",
+		"--readstore-feed-heartbeat=200ms", "--readstore-feed-write-timeout=1s", "--readstore-feed-page-size=64",
+		"--readstore-feed-poll-interval=20ms"}
 
 	// The documents: a third doclog/drive, the rest doclog/json.
 	docs := make([]string, nDocs)
@@ -200,7 +209,8 @@ func TestFeedAcceptance(t *testing.T) {
 	var done atomic.Uint64
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	baseFn := func() string { return base.Load().(string) }
+	base := srv.base
+	baseFn := func() string { return base }
 	var cutMu sync.Mutex
 	cutRng := rand.New(rand.NewPCG(3, 5))
 	resuming := &follower{name: "resuming", query: "operations=true", base: baseFn, done: &done, cut: func() int {
@@ -216,7 +226,10 @@ func TestFeedAcceptance(t *testing.T) {
 		wg.Go(func() { f.run(client) })
 	}
 
-	// Write, restarting the read store half way.
+	// Write, moving the read store to a process of its own after a third
+	// of the jobs and killing that process after two thirds.
+	var process *exec.Cmd
+	killed := false
 	jobIDs := map[string]bool{}
 	record := func(rows []oplog.Operation) {
 		for _, op := range rows {
@@ -232,10 +245,16 @@ func TestFeedAcceptance(t *testing.T) {
 		rows := w.commit(batch...)
 		record(rows)
 		written += len(batch)
-		if written == nJobs/2 {
+		switch {
+		case process == nil && written >= nJobs/3:
+			// A graceful stop: every stream gets event: end.
 			require.NoError(t, srv.stop())
-			srv = startFeedWith(t, env, cfg, reg)
-			base.Store(srv.base)
+			process = startServeProcess(t, serve...)
+		case !killed && written >= 2*nJobs/3:
+			// A crash: the streams break off.
+			killed = true
+			kill(process)
+			process = startServeProcess(t, serve...)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -254,12 +273,15 @@ func TestFeedAcceptance(t *testing.T) {
 	for _, f := range followers {
 		require.NoError(t, f.err, f.name)
 	}
+	kill(process)
 	// The followers that never hang up were connected when the server
-	// stopped; the other may have been between two connections.
-	require.Equal(t, 1, byType.ends["shutdown"], "the restart ended the stream with event: end")
-	require.Equal(t, 1, byParent.ends["shutdown"], "the restart ended the stream with event: end")
+	// stopped; the other may have been between two connections. The killed
+	// process sent no end.
+	require.Equal(t, map[string]int{"shutdown": 1}, byType.ends, "the graceful stop ended the stream with event: end")
+	require.Equal(t, map[string]int{"shutdown": 1}, byParent.ends, "the graceful stop ended the stream with event: end")
 	require.LessOrEqual(t, resuming.ends["shutdown"], 1)
-	t.Logf("resuming subscriber: %d events over %d connections", len(resuming.events), resuming.connects)
+	require.GreaterOrEqual(t, byType.connects, 3, "the filtered follower reconnected after the stop and the kill")
+	t.Logf("resuming subscriber: %d events over %d connections; the filtered ones %d and %d connections", len(resuming.events), resuming.connects, byType.connects, byParent.connects)
 	require.Greater(t, resuming.connects, 10)
 
 	// Exactly once, per document in index order, contiguous from 0 to the
@@ -309,14 +331,18 @@ func TestFeedAcceptance(t *testing.T) {
 	require.Greater(t, len(wantParent), 100)
 	t.Logf("filtered: %d drive updates, %d events of children", len(wantType), len(wantParent))
 
-	// Consumers that never read: the server cuts each off once a write
-	// blocks past the write timeout, holding a bounded amount meanwhile.
+	// Consumers that never read: the server (in the test's process again,
+	// to measure its heap) cuts each off once a write blocks past the write
+	// timeout, holding a bounded amount meanwhile.
+	srv = startFeedWith(t, env, cfg, reg)
 	const stuck = 10
+	// The heap the last collection found live: what the process holds, not
+	// the garbage the streams make between a collection and the reading.
 	heap := func() uint64 {
 		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
 	}
 	before := heap()
 	cutBefore := metricValue(t, reg, "doclog_readstore_feed_ends_total", "reason", "write_failed")
@@ -333,9 +359,18 @@ func TestFeedAcceptance(t *testing.T) {
 	}
 	t.Logf("%d stuck consumers cut off after %s (write timeout %s); live heap %d KiB before, at most %d KiB while they were held",
 		stuck, time.Since(start).Round(time.Millisecond), writeCap, before>>10, peak>>10)
-	// The log's events with their operations are several MiB: a queue per
-	// consumer would hold them many times over.
-	require.Less(t, int64(peak)-int64(before), int64(16<<20), "the server's heap stays bounded while consumers do not read")
+	// What one stream of the whole log with its operations amounts to: a
+	// queue per consumer would hold most of it for each of them.
+	streamBytes := 0
+	for _, e := range all {
+		b, err := json.Marshal(e)
+		require.NoError(t, err)
+		streamBytes += len(b)
+	}
+	const bound = 16 << 20
+	t.Logf("one stream of the log is %d KiB; %d of them %d MiB", streamBytes>>10, stuck, stuck*streamBytes>>20)
+	require.Greater(t, stuck*streamBytes, 4*bound, "the log is large enough for a queue per consumer to break the bound")
+	require.Less(t, int64(peak)-int64(before), int64(bound), "the server's heap stays bounded while consumers do not read")
 
 	// Resuming from the last id one of them had read continues with no gap.
 	body := readStuck(t, conns[0])
