@@ -45,7 +45,7 @@ const (
 type request struct {
 	api    api
 	method string
-	path   string // escaped, from the API's root: "/v1/jobs/" + url.PathEscape(id)
+	path   string // escaped, from the API's root (idPath); "" is refused
 	query  url.Values
 	header http.Header
 	body   []byte // nil: no body
@@ -58,6 +58,9 @@ func (c *Client) url(r request) (string, error) {
 	}
 	if base == "" {
 		return "", &permanentError{fmt.Errorf("client config: %s is not set", name)}
+	}
+	if r.path == "" {
+		return "", &permanentError{errors.New("the id the call names is empty")}
 	}
 	u := base + r.path
 	if len(r.query) > 0 {
@@ -155,6 +158,15 @@ func (c *Client) attempt(ctx context.Context, r request, out any) error {
 		return &permanentError{fmt.Errorf("decode the answer of %s %s: %w", r.method, r.path, err)}
 	}
 	return nil
+}
+
+// idPath is prefix, the escaped id and suffix, or "" for an empty id, which
+// url refuses: the path would name another route.
+func idPath(prefix, id, suffix string) string {
+	if id == "" {
+		return ""
+	}
+	return prefix + url.PathEscape(id) + suffix
 }
 
 func jsonBody(v any) ([]byte, error) {

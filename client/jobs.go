@@ -80,8 +80,7 @@ func (c *Client) getJob(ctx context.Context, jobID string, wait time.Duration) (
 		q.Set("wait", formatWait(wait))
 	}
 	var st JobStatus
-	err := c.do(ctx, request{api: ingestRead, method: http.MethodGet, path: "/v1/jobs/" + url.PathEscape(jobID), query: q}, &st)
-	if err != nil {
+	if err := c.do(ctx, request{api: ingestRead, method: http.MethodGet, path: idPath("/v1/jobs/", jobID, ""), query: q}, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil

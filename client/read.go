@@ -101,7 +101,7 @@ func setInt(q url.Values, name string, v int64) {
 // hold is an error IsNotFound reports; a deleted one has IsDeleted set.
 func (c *Client) GetDocument(ctx context.Context, idOrSlug string, opts ...ReadOption) (*Document, error) {
 	var d Document
-	if err := c.read(ctx, "/v1/documents/"+url.PathEscape(idOrSlug), nil, opts, true, &d); err != nil {
+	if err := c.read(ctx, idPath("/v1/documents/", idOrSlug, ""), nil, opts, true, &d); err != nil {
 		return nil, err
 	}
 	return &d, nil
@@ -147,7 +147,7 @@ func (c *Client) Relationships(ctx context.Context, documentID string, q Relatio
 	}
 	setInt(v, "limit", int64(q.Limit))
 	var p RelationshipPage
-	if err := c.read(ctx, "/v1/documents/"+url.PathEscape(documentID)+"/relationships", v, opts, false, &p); err != nil {
+	if err := c.read(ctx, idPath("/v1/documents/", documentID, "/relationships"), v, opts, false, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -164,7 +164,7 @@ func (c *Client) Operations(ctx context.Context, documentID string, q OperationQ
 	setInt(v, "since", q.Since)
 	setInt(v, "limit", int64(q.Limit))
 	var p OperationPage
-	if err := c.read(ctx, "/v1/documents/"+url.PathEscape(documentID)+"/operations", v, opts, false, &p); err != nil {
+	if err := c.read(ctx, idPath("/v1/documents/", documentID, "/operations"), v, opts, false, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -179,7 +179,7 @@ func (c *Client) State(ctx context.Context, documentID string, q StateQuery, opt
 	}
 	setInt(v, "revision", q.Revision)
 	var s StateAt
-	if err := c.read(ctx, "/v1/documents/"+url.PathEscape(documentID)+"/state", v, opts, false, &s); err != nil {
+	if err := c.read(ctx, idPath("/v1/documents/", documentID, "/state"), v, opts, false, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil

@@ -235,3 +235,27 @@ func TestProxyAnswerWithoutErrorBody(t *testing.T) {
 	require.Equal(t, "<html>no such page</html>", apiErr.Message)
 	require.Equal(t, "hdr-id", apiErr.RequestID)
 }
+
+// A call naming no job or document is refused before any request: its
+// path would name another route.
+func TestEmptyIDsAreRefused(t *testing.T) {
+	t.Parallel()
+	s := newScripted(t, reply{status: 200, body: `{}`})
+	c := newTestClient(t, s.srv.URL, client.Config{})
+	ctx := context.Background()
+	_, err := c.GetJob(ctx, "")
+	require.ErrorContains(t, err, "the id the call names is empty")
+	_, err = c.WaitJob(ctx, "")
+	require.Error(t, err)
+	_, err = c.GetDocument(ctx, "")
+	require.Error(t, err)
+	_, err = c.Relationships(ctx, "", client.RelationshipQuery{})
+	require.Error(t, err)
+	_, err = c.Operations(ctx, "", client.OperationQuery{})
+	require.Error(t, err)
+	_, err = c.State(ctx, "", client.StateQuery{})
+	require.Error(t, err)
+	_, err = c.DeleteDocument(ctx, client.DeleteDocument{DocumentType: "doclog/json"})
+	require.Error(t, err)
+	require.Empty(t, s.requests())
+}

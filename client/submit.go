@@ -136,8 +136,7 @@ func (c *Client) DeleteDocument(ctx context.Context, d DeleteDocument, opts ...S
 	if d.Branch != "" {
 		q.Set("branch", d.Branch)
 	}
-	return c.submit(ctx, request{api: ingestWrite, method: http.MethodDelete,
-		path: "/v1/documents/" + url.PathEscape(d.DocumentID), query: q}, opts)
+	return c.submit(ctx, request{api: ingestWrite, method: http.MethodDelete, path: idPath("/v1/documents/", d.DocumentID, ""), query: q}, opts)
 }
 
 func (c *Client) submit(ctx context.Context, r request, opts []SubmitOption) (*Accepted, error) {
