@@ -84,9 +84,11 @@ func TestFeedOfTheReadStore(t *testing.T) {
 }
 
 // cutTransport cuts the first change-feed connection right after its first
-// event, as a network failure would, and records the Last-Event-ID of each
-// connection.
+// change, as a network failure would (unless keep is set), and records the
+// Last-Event-ID of each connection.
 type cutTransport struct {
+	// keep leaves every connection whole: the transport only records.
+	keep        bool
 	mu          sync.Mutex
 	connections int
 	lastIDs     []string
@@ -99,7 +101,7 @@ func (c *cutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	c.mu.Lock()
 	c.connections++
-	first := c.connections == 1
+	first := c.connections == 1 && !c.keep
 	c.lastIDs = append(c.lastIDs, r.Header.Get("Last-Event-ID"))
 	c.mu.Unlock()
 	if first {
@@ -164,4 +166,59 @@ func TestFeedResumesFromTheReadStore(t *testing.T) {
 	defer tr.mu.Unlock()
 	require.Equal(t, 2, tr.connections)
 	require.Equal(t, []string{"", got[0].Cursor}, tr.lastIDs)
+}
+
+// A read store stopped under a feed ends its stream (event: end, shutdown)
+// and one started on the same address takes over: the feed reconnects
+// with the cursor of the end and delivers the changes committed meanwhile,
+// each once and in order.
+func TestFeedAcrossAReadStoreRestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := stackClient(t)
+	acc, err := c.CreateDocument(ctx, client.CreateDocument{DocumentType: "doclog/json"})
+	require.NoError(t, err)
+	_, err = c.WaitJob(ctx, acc.JobID)
+	require.NoError(t, err)
+
+	rs, err := newReadstore("127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, rs.Start(ctx))
+	addr := rs.Addr().String()
+	defer func() { _ = rs.Stop(context.Background()) }()
+	tr := &cutTransport{keep: true}
+	fc, err := client.New(client.Config{ReadstoreURL: "http://" + addr, Token: readToken, HTTPClient: &http.Client{Transport: tr},
+		BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond})
+	require.NoError(t, err)
+
+	jobs := []string{acc.JobID}
+	var got []string
+	for ch, err := range fc.Changes(client.ChangesQuery{DocumentIDs: []string{acc.DocumentID}, FromBeginning: true}).All(ctx) {
+		require.NoError(t, err)
+		got = append(got, ch.JobID)
+		if len(got) == 1 {
+			// The feed waits at the head: stop the server under it, start
+			// another on its address, then write more.
+			require.NoError(t, rs.Stop(ctx))
+			rs, err = newReadstore(addr)
+			require.NoError(t, err)
+			require.NoError(t, rs.Start(ctx))
+			for i := range 2 {
+				j, err := c.SubmitJob(ctx, client.Job{DocumentID: acc.DocumentID, DocumentType: "doclog/json",
+					Actions: []client.Action{{Type: "MERGE_PATCH", Scope: "global", Input: map[string]any{"i": i}}}})
+				require.NoError(t, err)
+				jobs = append(jobs, j.JobID)
+			}
+		}
+		if len(got) == 3 {
+			break
+		}
+	}
+	require.Equal(t, jobs, got)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	require.GreaterOrEqual(t, tr.connections, 2)
+	require.Empty(t, tr.lastIDs[0])
+	require.NotEmpty(t, tr.lastIDs[1], "the reconnect resumes from a cursor")
 }

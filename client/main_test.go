@@ -31,7 +31,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "client tests: start the doclog stack:", err)
 		return 1
 	}
-	ingestURL, readstoreURL = s.ingestURL, s.readstoreURL
+	ingestURL, readstoreURL, newReadstore = s.ingestURL, s.readstoreURL, s.newReadstore
 	code := m.Run()
 	s.stop()
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()

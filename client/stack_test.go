@@ -32,6 +32,8 @@ import (
 // TestMain.
 var (
 	ingestURL, readstoreURL string
+	// newReadstore builds a read store of the stack's own (stack.newReadstore).
+	newReadstore func(addr string) (*readstore.Server, error)
 	// writeToken may call every route, readToken only reads and job
 	// status: both servers are configured with one of each.
 	writeToken = "client-test-write-token"
@@ -45,7 +47,10 @@ var (
 // of this test binary's own.
 type stack struct {
 	ingestURL, readstoreURL string
-	stop                    func()
+	// newReadstore builds another read store over the same stores, for a
+	// test that stops and restarts one.
+	newReadstore func(addr string) (*readstore.Server, error)
+	stop         func()
 }
 
 func startStack(ctx context.Context) (*stack, error) {
@@ -157,8 +162,11 @@ func startStack(ctx context.Context) (*stack, error) {
 	if err != nil {
 		return fail(err)
 	}
-	rs, err := readstore.NewServer(readstore.Config{Addr: "127.0.0.1:0", BearerTokens: tokens, ReadTokens: reads},
-		readstore.Deps{Store: views, Log: store, Registry: reg})
+	newReadstore := func(addr string) (*readstore.Server, error) {
+		return readstore.NewServer(readstore.Config{Addr: addr, BearerTokens: tokens, ReadTokens: reads},
+			readstore.Deps{Store: views, Log: store, Registry: reg})
+	}
+	rs, err := newReadstore("127.0.0.1:0")
 	if err != nil {
 		return fail(err)
 	}
@@ -178,6 +186,7 @@ func startStack(ctx context.Context) (*stack, error) {
 	return &stack{
 		ingestURL:    "http://" + in.Addr().String(),
 		readstoreURL: "http://" + rs.Addr().String(),
+		newReadstore: newReadstore,
 		stop:         closeAll,
 	}, nil
 }
