@@ -128,6 +128,12 @@ func TestFeedEvents(t *testing.T) {
 	without := fs.subscribe("from=beginning").events(1)[0]
 	require.Empty(t, without.Operations, "operations only with operations=true")
 
+	// Pages of three rows: each transaction spans pages, and the stream
+	// holds it whole before its events, the same ones.
+	small := startFeed(t, env, readstore.Config{FeedPageSize: 3}, nil)
+	require.Equal(t, keys(all), keys(small.subscribe("from=beginning").events(len(all))))
+	require.Equal(t, keys(all[5:]), keys(small.subscribe("after="+all[4].Cursor).events(len(all)-5)), "resumed inside a transaction larger than a page")
+
 	// A marker after the last event: a resumed stream reads exactly the
 	// events after its cursor, then the marker, so nothing was repeated or
 	// skipped in between.
