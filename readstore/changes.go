@@ -199,7 +199,8 @@ type stream struct {
 	buf       []byte
 }
 
-// Reasons a stream ends, for the metric; the last two are the wire's.
+// Reasons a stream ends without event: end, for the metric beside the
+// wire's endShutdown and endMaxAge.
 const (
 	goneClient = "client_gone"
 	goneSlow   = "write_failed"

@@ -13,6 +13,11 @@
 // projection in one query, so the database load does not grow with the
 // number of waiting clients.
 //
+// GET /v1/changes is the change feed: one Server-Sent Event per committed
+// job per document, from the log's gap-safe tail, resumable from any event's
+// id; readstore/feed assembles and filters the events, and the streams that
+// wait at the head share one poll of the tail's end.
+//
 // The projections are reached through Store, whose Postgres implementation
 // is readstore/pgread; the log through Log (*log/postgres.Store satisfies
 // it). docs/readstore.md documents the API and the token's wire form;
