@@ -69,10 +69,13 @@ func TestFeedEvents(t *testing.T) {
 	live := fs.subscribe("") // from=now: only what commits from here
 
 	created := w.commit(w.create("a", jsondoc.DocumentType, ""), w.create("b", jsondoc.DocumentType, ""), w.create("c", drive.DocumentType, ""))
+	// Built in submission order, so the actions' timestamps are too.
+	first := w.patch("a", oplog.ScopeGlobal, 0)
+	renameB := w.rename("b")
 	addAndName := job{doc: "a", actions: append(w.link("a", "b", "", true).actions, w.rename("a").actions...)}
 	twoScopes := job{doc: "a", actions: append(w.patch("a", oplog.ScopeGlobal, 1).actions, w.patch("a", oplog.ScopeLocal, 2).actions...)}
 	mixed := w.commit(
-		w.patch("a", oplog.ScopeGlobal, 0), w.rename("b"), addAndName, twoScopes, w.remove("c"),
+		first, renameB, addAndName, twoScopes, w.remove("c"),
 		w.link("a", "b", "", false), w.patch("b", oplog.ScopeGlobal, 3), w.patch("a", oplog.ScopeLocal, 4),
 	)
 	require.Equal(t, created[0].TxID, created[len(created)-1].TxID)
@@ -92,13 +95,13 @@ func TestFeedEvents(t *testing.T) {
 		{"c", "created", []string{"created"}, "document 0-0"},
 		// a's jobs, then b's, then c's: documents in the order of their
 		// first row.
-		// Jobs of a that share a scope keep its index order; the others
-		// come in the order of their first rows (the document scope's
-		// are inserted first).
-		{"a", "relationship.added", []string{"relationship.added", "updated"}, "document 1-2"},
-		{"a", "relationship.removed", []string{"relationship.removed"}, "document 3-3"},
+		// a's jobs as they were submitted: index order on every scope two
+		// share, action timestamps between the others, although the
+		// document scope's rows are inserted first.
 		{"a", "updated", []string{"updated"}, "global 0-0"},
+		{"a", "relationship.added", []string{"relationship.added", "updated"}, "document 1-2"},
 		{"a", "updated", []string{"updated"}, "global 1-1 local 0-0"},
+		{"a", "relationship.removed", []string{"relationship.removed"}, "document 3-3"},
 		{"a", "updated", []string{"updated"}, "local 1-1"},
 		{"b", "updated", []string{"updated"}, "document 1-1"},
 		{"b", "updated", []string{"updated"}, "global 0-0"},

@@ -147,8 +147,12 @@ func Assemble(tx uint64, rows []oplog.Operation) []Event {
 }
 
 // appliedOrder orders one document's jobs as they were applied: a job
-// comes after every job with a lower index on a stream both wrote. Jobs
-// with no stream in common keep the order of their first rows. The input
+// comes after every job with a lower index on a stream both wrote. Of jobs
+// free to go next (no stream in common with the ones left before them),
+// the one with the earliest action timestamp goes first, then the one with
+// the earliest first row: the rows alone do not say in what order such
+// jobs were applied (a transaction inserts the document scope's rows
+// first), and the timestamps, stamped at submission, usually do. The input
 // is in first-row order.
 func appliedOrder(groups [][]oplog.Operation) [][]oplog.Operation {
 	if len(groups) < 2 {
@@ -179,14 +183,20 @@ func appliedOrder(groups [][]oplog.Operation) [][]oplog.Operation {
 			before[list[k].job]++
 		}
 	}
+	earliest := make([]int64, len(groups))
+	for i, g := range groups {
+		earliest[i] = g[0].TimestampUtcMs
+		for _, op := range g {
+			earliest[i] = min(earliest[i], op.TimestampUtcMs)
+		}
+	}
 	out := make([][]oplog.Operation, 0, len(groups))
 	done := make([]bool, len(groups))
 	for len(out) < len(groups) {
 		pick := -1
 		for i := range groups {
-			if !done[i] && before[i] == 0 {
+			if !done[i] && before[i] == 0 && (pick < 0 || earliest[i] < earliest[pick]) {
 				pick = i
-				break
 			}
 		}
 		if pick < 0 {
