@@ -55,6 +55,19 @@ type Action struct {
 	TimestampUtcMs int64           `json:"timestampUtcMs"`
 	Input          json.RawMessage `json:"input,omitempty"`
 	Context        json.RawMessage `json:"context,omitempty"`
+	// Signature, when present, is the producer's signature of the action
+	// (package signing defines what it covers and checks it). It is stored
+	// with the operation and read back with it.
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signature is an action's signature: the key that made it (KeyID, an id of
+// the verifier's key set), the algorithm (ed25519) and the signature bytes
+// in standard base64 (Value).
+type Signature struct {
+	KeyID     string `json:"keyId"`
+	Algorithm string `json:"algorithm"`
+	Value     string `json:"value"`
 }
 
 // Operation is an action applied to a stream at an index, with the hash of

@@ -121,6 +121,12 @@ func appendAction(b []byte, a *oplog.Action) []byte {
 	if len(a.Context) > 0 {
 		b = appendRaw(appendKey(b, "context", false), a.Context)
 	}
+	if s := a.Signature; s != nil {
+		b = appendStringField(append(appendKey(b, "signature", false), '{'), "keyId", s.KeyID, true)
+		b = appendStringField(b, "algorithm", s.Algorithm, false)
+		b = appendStringField(b, "value", s.Value, false)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 

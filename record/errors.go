@@ -57,6 +57,11 @@ const (
 	// ErrCancelled: an operator cancelled the job before it was applied
 	// (doclogctl jobs cancel); nothing of it was written.
 	ErrCancelled ErrorType = "CANCELLED"
+	// ErrSignatureInvalid: an action's signature does not verify, names a
+	// key or an algorithm the verifier does not know, or is missing where
+	// the document type's policy requires one (package signing). Nothing
+	// of the job is stored.
+	ErrSignatureInvalid ErrorType = "SIGNATURE_INVALID"
 	// ErrUnclassified: a terminal error that fits no other type; its
 	// ErrorInfo name says more. A bug to classify, should it ever appear.
 	ErrUnclassified ErrorType = "UNCLASSIFIED"
@@ -68,7 +73,8 @@ func ErrorTypes() []ErrorType {
 		ErrDecode, ErrRecordTooLarge, ErrInvalidAction, ErrUnknownDocumentType,
 		ErrReducer, ErrReducerPanic, ErrDocumentNotFound, ErrDocumentExists,
 		ErrDocumentDeleted, ErrDependencyFailed, ErrTimeout,
-		ErrConflictBudgetExhausted, ErrRetriesExhausted, ErrCancelled, ErrUnclassified,
+		ErrConflictBudgetExhausted, ErrRetriesExhausted, ErrCancelled, ErrSignatureInvalid,
+		ErrUnclassified,
 	}
 }
 

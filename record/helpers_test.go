@@ -24,7 +24,8 @@ func sampleJob() *record.Job {
 		DocumentType: "doclog/ledger",
 		Branch:       "main",
 		Actions: []oplog.Action{
-			{ID: "a-1", Type: "ADD_ENTRY", Scope: "global", TimestampUtcMs: 1764460800000, Input: json.RawMessage(`{"amount":12,"memo":"tea \u003c\"milk\"\u003e"}`)},
+			{ID: "a-1", Type: "ADD_ENTRY", Scope: "global", TimestampUtcMs: 1764460800000, Input: json.RawMessage(`{"amount":12,"memo":"tea \u003c\"milk\"\u003e"}`),
+				Signature: &oplog.Signature{KeyID: "till-7", Algorithm: "ed25519", Value: "c2lnbmVkIGJ5IHRpbGwtNw=="}},
 			{ID: "a-2", Type: "SET_NAME", Scope: "document", TimestampUtcMs: 1764460800001, Input: json.RawMessage(`"Q4 ledger"`), Context: json.RawMessage(`{"user":"ana"}`)},
 		},
 		QueueHint:        []string{jobID2},

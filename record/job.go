@@ -127,6 +127,11 @@ func (j *Job) validate(checkRaw bool) error {
 		if len(a.Context) > 0 && !isObject(a.Context, checkRaw) {
 			return bad(field+".context", ErrInvalidAction, "not a JSON object")
 		}
+		if sig := a.Signature; sig != nil {
+			if f, why := checkSignature(sig); why != "" {
+				return bad(field+".signature."+f, ErrInvalidAction, "%s", why)
+			}
+		}
 	}
 	if len(j.QueueHint) > MaxQueueHint {
 		return bad("queueHint", ErrDecode, "%d job ids, more than the %d allowed", len(j.QueueHint), MaxQueueHint)
@@ -195,6 +200,9 @@ func (j *Job) sizeHint() int {
 	for i := range j.Actions {
 		a := &j.Actions[i]
 		n += 80 + len(a.ID) + len(a.Type) + len(a.Scope) + len(a.Input) + len(a.Context)
+		if a.Signature != nil {
+			n += 48 + len(a.Signature.KeyID) + len(a.Signature.Algorithm) + len(a.Signature.Value)
+		}
 	}
 	return n + n/8
 }
@@ -245,12 +253,13 @@ type jobWire struct {
 }
 
 type actionWire struct {
-	ID             string          `json:"id"`
-	Type           string          `json:"type"`
-	Scope          string          `json:"scope"`
-	TimestampUtcMs *int64          `json:"timestampUtcMs"`
-	Input          json.RawMessage `json:"input"`
-	Context        json.RawMessage `json:"context"`
+	ID             string           `json:"id"`
+	Type           string           `json:"type"`
+	Scope          string           `json:"scope"`
+	TimestampUtcMs *int64           `json:"timestampUtcMs"`
+	Input          json.RawMessage  `json:"input"`
+	Context        json.RawMessage  `json:"context"`
+	Signature      *oplog.Signature `json:"signature"`
 }
 
 // ParseJob decodes a job record's value strictly, without the record around
@@ -298,6 +307,7 @@ func parseJob(value []byte) (*Job, error) {
 		j.Actions[i] = oplog.Action{
 			ID: a.ID, Type: a.Type, Scope: a.Scope, TimestampUtcMs: *a.TimestampUtcMs,
 			Input: jsonvalue.NullAsAbsent(a.Input), Context: jsonvalue.NullAsAbsent(a.Context),
+			Signature: a.Signature,
 		}
 	}
 	if err := j.validate(false); err != nil {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -224,4 +225,23 @@ func checkShape(s string) string {
 		return fmt.Sprintf("%d characters, more than the %d allowed", n, MaxNameLength)
 	}
 	return ""
+}
+
+// checkSignature returns the field of a signature that breaks the contract
+// and why, or "" "": whether it verifies is the verifier's question (package
+// signing), not the record's.
+func checkSignature(s *oplog.Signature) (field, why string) {
+	if why := checkName(s.KeyID); why != "" {
+		return "keyId", why
+	}
+	if why := checkName(s.Algorithm); why != "" {
+		return "algorithm", why
+	}
+	if s.Value == "" {
+		return "value", "missing"
+	}
+	if _, err := base64.StdEncoding.Strict().DecodeString(s.Value); err != nil {
+		return "value", "not standard base64 with padding"
+	}
+	return "", ""
 }

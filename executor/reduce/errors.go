@@ -160,6 +160,8 @@ func FailureType(info oplog.ErrorInfo) record.ErrorType {
 		return record.ErrCancelled
 	case record.ErrorName:
 		return record.ErrDecode
+	case string(record.ErrSignatureInvalid): // the verifier names its refusals by their type
+		return record.ErrSignatureInvalid
 	}
 	return record.ErrUnclassified
 }

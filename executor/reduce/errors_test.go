@@ -43,6 +43,7 @@ func TestFailureClassification(t *testing.T) {
 	// An operator's cancellation is written by doclogctl, not by an error
 	// of the executor's: its name alone classifies it.
 	require.Equal(t, record.ErrCancelled, FailureType(oplog.ErrorInfo{Name: NameCancelled, Message: "cancelled by an operator"}))
+	require.Equal(t, record.ErrSignatureInvalid, FailureType(oplog.ErrorInfo{Name: "SIGNATURE_INVALID", Message: "actions[0]: no signature"}))
 	// Causes keep their names across the boundary.
 	info := ErrorInfo(&RetriesExhaustedError{Attempts: 2, Last: &model.HashMismatch{}})
 	require.NotNil(t, info.Cause)
