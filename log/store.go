@@ -70,3 +70,16 @@ type Store interface {
 	// DeleteKeyframes removes a stream's keyframes and reports how many.
 	DeleteKeyframes(ctx context.Context, stream StreamKey) (int64, error)
 }
+
+// BranchRegistry is the branch registry a backend keeps beside the log.
+// Entries are written only through AppendRequest.Branch, so a registry
+// change commits with the job that made it.
+type BranchRegistry interface {
+	// Branch returns a document branch's registry entry and whether it
+	// has one.
+	Branch(ctx context.Context, documentID, branch string) (BranchRef, bool, error)
+	// Branches lists a document's branches in code-point order: every
+	// branch with operations or an entry, deleted ones included (Deleted
+	// set), each with its tips.
+	Branches(ctx context.Context, documentID string) ([]BranchInfo, error)
+}

@@ -217,6 +217,12 @@ type AppendRequest struct {
 	Condition *AppendCondition
 	// Keyframes are written with the operations, at most one per stream.
 	Keyframes []Keyframe
+	// Branch, when set, is written to the branch registry (inserted or
+	// replaced) in the same transaction, and only if the request lands: a
+	// fork, promote or delete-branch job's registry change commits with
+	// its operations and result or not at all. A backend without a
+	// registry refuses such a request with *InvalidRequest.
+	Branch *BranchRef
 }
 
 // AppendResult is the outcome of one request of an Append batch.
@@ -286,4 +292,40 @@ func ValidateOperation(op *Operation) error {
 		return fmt.Errorf("operation %s at index %d of %s: skip %d reaches before index 0", op.OpID, op.Index, op.Stream(), op.Skip)
 	}
 	return nil
+}
+
+// BranchRef is a document branch's entry in the branch registry: where a
+// forked branch came from, and whether it was deleted. A branch whose
+// streams exist without an entry (every branch written before the registry,
+// and main) is an ordinary live branch with no lineage.
+type BranchRef struct {
+	DocumentID string `json:"documentId"`
+	Branch     string `json:"branch"`
+	// Base is the branch this one was forked from; "" when it was not
+	// forked.
+	Base string `json:"base,omitempty"`
+	// BasePoint and OwnPoint say, per scope, that the first OwnPoint[s]
+	// operations of this branch reproduce the state of the first
+	// BasePoint[s] operations of Base. A fork sets both to the fork point;
+	// a promote onto Base moves them to the two tips it made equal, so the
+	// next promote re-appends only what came after.
+	BasePoint map[string]int64 `json:"basePoint,omitempty"`
+	OwnPoint  map[string]int64 `json:"ownPoint,omitempty"`
+	// ForkPoint is the fork point per scope: the revisions of Base the
+	// branch started from. It never changes after the fork.
+	ForkPoint map[string]int64 `json:"forkPoint,omitempty"`
+	// Deleted is set by a delete-branch job: reads of the branch answer
+	// not found and writes to it fail; its operations stay in the log.
+	Deleted bool `json:"deleted,omitempty"`
+	// JobID is the job that wrote the entry last.
+	JobID     string    `json:"jobId,omitempty"`
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+}
+
+// BranchInfo is one branch of a document as the registry and the log know
+// it: its entry (only DocumentID and Branch are set for a branch without
+// one) and its tip, the revision of each non-empty scope.
+type BranchInfo struct {
+	BranchRef
+	Tips map[string]int64 `json:"tips"`
 }

@@ -1,7 +1,7 @@
 // Package logtest is the conformance suite every log.Store backend must pass:
 // the append semantics (conditional append, idempotent replay,
 // the two uniqueness rules, per-request failure inside a batch), the
-// gap-safe tail, and the read and keyframe methods.
+// gap-safe tail, the read and keyframe methods, and the branch registry.
 package logtest
 
 import (
@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListDocumentsCodePointOrder", testListDocuments},
 		{"Keyframes", testKeyframes},
 		{"KeyframeInRequest", testKeyframeInRequest},
+		{"BranchRegistry", testBranchRegistry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

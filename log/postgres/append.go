@@ -280,6 +280,9 @@ func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) (_ []opl
 	for i := range reqs {
 		results[i].DocumentID = reqs[i].DocumentID
 		p, err := planRequest(i, &reqs[i])
+		if err == nil {
+			err = checkBranchRef(&reqs[i])
+		}
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -291,7 +294,7 @@ func (s *Store) Append(ctx context.Context, reqs []oplog.AppendRequest) (_ []opl
 	}
 
 	var l *landed
-	if independent(plans) {
+	if independent(plans) && !hasBranchRefs(plans) {
 		write := s.appendPipelined
 		if s.copyMin > 0 && countOperations(plans) >= s.copyMin {
 			write = s.appendCopy
@@ -459,7 +462,17 @@ func (s *Store) appendOneByOne(ctx context.Context, plans []*plan) (*landed, err
 				if err != nil {
 					return err
 				}
-				return l.scan(rows)
+				mark := len(l.rows)
+				if err := l.scan(rows); err != nil || p.req.Branch == nil || !l.ok[p.pos] {
+					return err
+				}
+				if err := putBranch(ctx, sp, p.req.Branch); err != nil {
+					// The savepoint undoes the request: forget it landed.
+					l.rows = l.rows[:mark]
+					delete(l.ok, p.pos)
+					return err
+				}
+				return nil
 			})
 			if err != nil {
 				if !requestError(err) {
