@@ -302,3 +302,18 @@ func CheckText(field, s string) error {
 	}
 	return nil
 }
+
+// TimestampPlacer is implemented by a model that asks for its ordinary jobs
+// to be placed by timestamp, as a load job's operations are: a job's
+// operation stamped before operations already stored is merged with them,
+// and the merged tail re-appended with a skip (docs/sync.md). Off for a
+// model that does not implement it; no built-in model does.
+type TimestampPlacer interface {
+	PlacesByTimestamp() bool
+}
+
+// PlacesByTimestamp reports whether m asks for placement by timestamp.
+func PlacesByTimestamp(m Model) bool {
+	p, ok := m.(TimestampPlacer)
+	return ok && p.PlacesByTimestamp()
+}

@@ -62,6 +62,13 @@ const (
 	// the document type's policy requires one (package signing). Nothing
 	// of the job is stored.
 	ErrSignatureInvalid ErrorType = "SIGNATURE_INVALID"
+	// ErrHashMismatch, ErrExcessiveShuffle, ErrMissingOperations and
+	// ErrNonMonotonicTimestamps are sync's refusals (docs/sync.md); the
+	// failed job's error carries the same name.
+	ErrHashMismatch           ErrorType = "HASH_MISMATCH"
+	ErrExcessiveShuffle       ErrorType = "EXCESSIVE_SHUFFLE"
+	ErrMissingOperations      ErrorType = "MISSING_OPERATIONS"
+	ErrNonMonotonicTimestamps ErrorType = "NON_MONOTONIC_TIMESTAMPS"
 	// ErrUnclassified: a terminal error that fits no other type; its
 	// ErrorInfo name says more. A bug to classify, should it ever appear.
 	ErrUnclassified ErrorType = "UNCLASSIFIED"
@@ -74,6 +81,7 @@ func ErrorTypes() []ErrorType {
 		ErrReducer, ErrReducerPanic, ErrDocumentNotFound, ErrDocumentExists,
 		ErrDocumentDeleted, ErrDependencyFailed, ErrTimeout,
 		ErrConflictBudgetExhausted, ErrRetriesExhausted, ErrCancelled, ErrSignatureInvalid,
+		ErrHashMismatch, ErrExcessiveShuffle, ErrMissingOperations, ErrNonMonotonicTimestamps,
 		ErrUnclassified,
 	}
 }

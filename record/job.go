@@ -51,8 +51,10 @@ type Job struct {
 	Branch string
 	// Actions each name their scope. A mutate job has at least one; create
 	// and delete may have none, since the executor writes their system
-	// action.
+	// action. A load job has none.
 	Actions []oplog.Action
+	// Operations are a load job's operations (KindLoad), and only its.
+	Operations []LoadOperation
 	// QueueHint lists job ids that must be WRITE_READY before this job
 	// runs; a failed one fails this job.
 	QueueHint []string
@@ -89,11 +91,11 @@ func (j *Job) validate(checkRaw bool) error {
 		return bad("jobId", ErrDecode, "%s", err)
 	}
 	switch j.Kind {
-	case KindCreate, KindMutate, KindDelete:
+	case KindCreate, KindMutate, KindDelete, KindLoad:
 	case "":
 		return bad("kind", ErrDecode, "missing")
 	default:
-		return bad("kind", ErrDecode, "%q is not one of create, mutate, delete", j.Kind)
+		return bad("kind", ErrDecode, "%q is not one of create, mutate, delete, load", j.Kind)
 	}
 	for _, f := range []struct{ name, v string }{
 		{"documentId", j.DocumentID}, {"documentType", j.DocumentType}, {"branch", j.BranchOrDefault()},
@@ -108,30 +110,17 @@ func (j *Job) validate(checkRaw bool) error {
 	for i := range j.Actions {
 		a := &j.Actions[i]
 		field := "actions[" + strconv.Itoa(i) + "]"
-		for _, f := range []struct{ name, v string }{{"id", a.ID}, {"type", a.Type}, {"scope", a.Scope}} {
-			if err := checkName(f.v); err != "" {
-				return bad(field+"."+f.name, ErrInvalidAction, "%s", err)
-			}
+		if err := checkAction(field, a, checkRaw); err != nil {
+			return err
 		}
 		for k := range i {
 			if j.Actions[k].ID == a.ID {
 				return bad(field+".id", ErrInvalidAction, "%q repeats the id of actions[%d]; action ids are unique", a.ID, k)
 			}
 		}
-		if a.TimestampUtcMs < 0 {
-			return bad(field+".timestampUtcMs", ErrInvalidAction, "negative (%d)", a.TimestampUtcMs)
-		}
-		if checkRaw && len(a.Input) > 0 && !json.Valid(a.Input) {
-			return bad(field+".input", ErrInvalidAction, "not valid JSON")
-		}
-		if len(a.Context) > 0 && !isObject(a.Context, checkRaw) {
-			return bad(field+".context", ErrInvalidAction, "not a JSON object")
-		}
-		if sig := a.Signature; sig != nil {
-			if f, why := checkSignature(sig); why != "" {
-				return bad(field+".signature."+f, ErrInvalidAction, "%s", why)
-			}
-		}
+	}
+	if err := j.validateLoad(checkRaw); err != nil {
+		return err
 	}
 	if len(j.QueueHint) > MaxQueueHint {
 		return bad("queueHint", ErrDecode, "%d job ids, more than the %d allowed", len(j.QueueHint), MaxQueueHint)
@@ -179,6 +168,7 @@ func (j *Job) AppendJSON(dst []byte) []byte {
 		b = appendAction(b, &j.Actions[i])
 	}
 	b = append(b, ']')
+	b = j.appendLoadOperations(b)
 	if len(j.QueueHint) > 0 {
 		b = appendStrings(appendKey(b, "queueHint", false), j.QueueHint)
 	}
@@ -204,6 +194,7 @@ func (j *Job) sizeHint() int {
 			n += 48 + len(a.Signature.KeyID) + len(a.Signature.Algorithm) + len(a.Signature.Value)
 		}
 	}
+	n += j.loadOperationsSize()
 	return n + n/8
 }
 
@@ -239,17 +230,18 @@ func NewJobRecord(topic string, j *Job) (*kgo.Record, error) {
 // jobWire is the JSON shape read from the topic. Pointers tell an absent
 // field from a zero one where the contract cares.
 type jobWire struct {
-	Schema           string          `json:"schema"`
-	JobID            string          `json:"jobId"`
-	Kind             Kind            `json:"kind"`
-	DocumentID       string          `json:"documentId"`
-	DocumentType     string          `json:"documentType"`
-	Branch           *string         `json:"branch"`
-	Actions          []actionWire    `json:"actions"`
-	QueueHint        []string        `json:"queueHint"`
-	MaxRetries       *int            `json:"maxRetries"`
-	Meta             json.RawMessage `json:"meta"`
-	SubmittedAtUtcMs int64           `json:"submittedAtUtcMs"`
+	Schema           string              `json:"schema"`
+	JobID            string              `json:"jobId"`
+	Kind             Kind                `json:"kind"`
+	DocumentID       string              `json:"documentId"`
+	DocumentType     string              `json:"documentType"`
+	Branch           *string             `json:"branch"`
+	Actions          []actionWire        `json:"actions"`
+	Operations       []loadOperationWire `json:"operations"`
+	QueueHint        []string            `json:"queueHint"`
+	MaxRetries       *int                `json:"maxRetries"`
+	Meta             json.RawMessage     `json:"meta"`
+	SubmittedAtUtcMs int64               `json:"submittedAtUtcMs"`
 }
 
 type actionWire struct {
@@ -310,6 +302,11 @@ func parseJob(value []byte) (*Job, error) {
 			Signature: a.Signature,
 		}
 	}
+	ops, err := parseLoadOperations(w.Operations)
+	if err != nil {
+		return nil, invalid(SchemaJobV1, len(value), err)
+	}
+	j.Operations = ops
 	if err := j.validate(false); err != nil {
 		return nil, invalid(SchemaJobV1, len(value), err)
 	}

@@ -84,7 +84,7 @@ func TestDecodeJobErrors(t *testing.T) {
 		{"missing job id", replace(`"jobId":"`+jobID+`",`, ""), record.ErrDecode, "jobId: missing"},
 		{"job id not a uuid", replace(jobID, "job-1"), record.ErrDecode, `jobId: "job-1" is not a UUID`},
 		{"upper-case uuid", replace(jobID, strings.ToUpper(jobID)), record.ErrDecode, "is not a UUID"},
-		{"bad kind", replace(`"kind":"mutate"`, `"kind":"upsert"`), record.ErrDecode, `kind: "upsert" is not one of create, mutate, delete`},
+		{"bad kind", replace(`"kind":"mutate"`, `"kind":"upsert"`), record.ErrDecode, `kind: "upsert" is not one of create, mutate, delete, load`},
 		{"missing document id", replace(`"documentId":"`+docID+`",`, ""), record.ErrDecode, "documentId: missing"},
 		{"missing document type", replace(`"documentType":"doclog/ledger",`, ""), record.ErrDecode, "documentType: missing"},
 		{"empty branch", replace(`"branch":"main"`, `"branch":""`), record.ErrDecode, "branch: empty"},

@@ -196,6 +196,10 @@ jobs:
 			break
 		}
 		d.res.Verdicts[n].Checked = true
+		if p.Kind == record.KindLoad {
+			d.fail(n, &model.InvalidInput{Reason: "this executor does not apply load jobs yet"})
+			continue
+		}
 
 		actions := Actions(*p)
 		backups := map[oplog.StreamKey]*model.StreamState{}
