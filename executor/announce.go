@@ -85,6 +85,13 @@ func (e *Executor) announce(p *pending, jr oplog.JobResult, ops []oplog.Operatio
 	)
 	switch jr.Status {
 	case oplog.JobWriteReady:
+		if len(jr.Streams) == 0 {
+			// A load job whose operations were all stored already changed
+			// nothing: there is nothing for a projector to apply.
+			p.settled = true
+			p.out = p.out[:0]
+			return
+		}
 		out, err = e.writeReadyRecord(p, jr, ops, now)
 		e.log.Debug("job committed", zap.String("job_id", p.job.JobID), zap.String("document_id", p.job.DocumentID))
 	default:

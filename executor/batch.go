@@ -35,6 +35,8 @@ type docWork struct {
 
 	order []oplog.StreamKey // streams loaded, in first-use order
 	heads map[oplog.StreamKey]*model.StreamState
+	// stored holds the whole streams a job placed by timestamp needs.
+	stored map[oplog.StreamKey][]oplog.Operation
 	// failed: the heads could not be loaded, so nothing is reduced.
 	failed bool
 
@@ -316,8 +318,8 @@ func (e *Executor) load(ctx context.Context, docs []*docWork, now time.Time) err
 			if doc := dw.heads[oplog.StreamKey{DocumentID: dw.id, Scope: oplog.ScopeDocument, Branch: branch}]; doc.Revision > 0 {
 				docType = doc.DocumentType
 			}
-			for _, a := range p.job.Actions {
-				k := oplog.StreamKey{DocumentID: dw.id, Scope: a.Scope, Branch: branch}
+			for _, scope := range reduce.Scopes(p.job) {
+				k := oplog.StreamKey{DocumentID: dw.id, Scope: scope, Branch: branch}
 				if dw.addStream(k) {
 					second = append(second, item{dw: dw, key: k, docType: docType})
 				}
@@ -326,6 +328,9 @@ func (e *Executor) load(ctx context.Context, docs []*docWork, now time.Time) err
 	}
 	run(second)
 	collect(second)
+	if err := e.loadStored(ctx, docs, loadErr); err != nil && isUnavailable(err) {
+		unavailable = err
+	}
 	if unavailable != nil {
 		return fmt.Errorf("load stream heads: %w", unavailable)
 	}
@@ -365,7 +370,7 @@ func (e *Executor) load(ctx context.Context, docs []*docWork, now time.Time) err
 // that must wait parks, and the document's later jobs wait behind it. It
 // reports whether the document has a request.
 func (e *Executor) reduce(dw *docWork, results map[string]oplog.JobResult, now time.Time) bool {
-	doc := &reduce.Document{ID: dw.id, Jobs: make([]reduce.Job, len(dw.jobs)), Streams: dw.order, Heads: dw.heads}
+	doc := &reduce.Document{ID: dw.id, Jobs: make([]reduce.Job, len(dw.jobs)), Streams: dw.order, Heads: dw.heads, Stored: dw.stored}
 	for i, p := range dw.jobs {
 		doc.Jobs[i] = p.reduceJob()
 	}

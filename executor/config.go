@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/executor/place"
 	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
@@ -85,6 +86,11 @@ type Config struct {
 	// KeyframeInterval: an append carries a keyframe for a stream whenever
 	// its revision crosses a multiple of it. Default 10.
 	KeyframeInterval int64
+	// MaxSkipThreshold bounds how many stored operations placing a job by
+	// timestamp (a load job, or a job of a model that asks for it) may
+	// supersede; a placement reaching further back fails the job
+	// EXCESSIVE_SHUFFLE. Default place.DefaultMaxSkipThreshold (1000).
+	MaxSkipThreshold int64
 	// MaxRetries is the number of retries after transient errors for a job
 	// that does not set its own maxRetries. Conflicts and unavailability
 	// never count. Default 5; for none, set NoRetries.
@@ -163,6 +169,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.MaxRecordBytes, record.DefaultMaxSize)
 	setDefault(&c.InlineOperationsBytes, record.DefaultInlineOperationsBytes)
 	setDefault(&c.KeyframeInterval, DefaultKeyframeInterval)
+	setDefault(&c.MaxSkipThreshold, place.DefaultMaxSkipThreshold)
 	if !c.NoRetries {
 		setDefault(&c.MaxRetries, DefaultMaxRetries)
 	}
@@ -239,6 +246,7 @@ func (c Config) Validate() error {
 	}{
 		{"max poll records", int64(c.MaxPollRecords), 1}, {"max record bytes", int64(c.MaxRecordBytes), 1},
 		{"inline operations bytes", int64(c.InlineOperationsBytes), 1}, {"keyframe interval", c.KeyframeInterval, 1},
+		{"max skip threshold", c.MaxSkipThreshold, 1},
 		{"max retries", int64(c.MaxRetries), 0}, {"conflict budget", int64(c.ConflictBudget), 1},
 		{"max parked records per partition", int64(c.MaxParkedPerPartition), 1}, {"load concurrency", int64(c.LoadConcurrency), 1},
 	} {

@@ -117,7 +117,7 @@ func New(cfg Config) (*Executor, error) {
 		log:      cfg.Logger,
 		cache:    cfg.Cache,
 		decoder:  record.Decoder{MaxBytes: cfg.MaxRecordBytes},
-		reducer:  &reduce.Reducer{Registry: cfg.Registry, KeyframeInterval: cfg.KeyframeInterval, Logger: cfg.Logger},
+		reducer:  &reduce.Reducer{Registry: cfg.Registry, KeyframeInterval: cfg.KeyframeInterval, Logger: cfg.Logger, MaxSkipThreshold: cfg.MaxSkipThreshold},
 		parts:    map[int32]*partition{},
 		readyErr: ErrNotRunning,
 	}

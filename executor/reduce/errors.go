@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/doclog/doclog/executor/place"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
@@ -162,6 +163,8 @@ func FailureType(info oplog.ErrorInfo) record.ErrorType {
 		return record.ErrDecode
 	case string(record.ErrSignatureInvalid): // the verifier names its refusals by their type
 		return record.ErrSignatureInvalid
+	case place.NameHashMismatch, place.NameExcessiveShuffle, place.NameMissingOperations, place.NameNonMonotonicTimestamps:
+		return record.ErrorType(info.Name) // placement names its refusals by their type
 	}
 	return record.ErrUnclassified
 }

@@ -93,6 +93,9 @@ type Document struct {
 	// stream before it changes it.
 	Streams []oplog.StreamKey
 	Heads   map[oplog.StreamKey]*model.StreamState
+	// Stored holds, for the streams a job placed by timestamp touches
+	// (NeedsStored), the whole stream from index 0 as the heads found it.
+	Stored map[oplog.StreamKey][]oplog.Operation
 }
 
 // Result is what reducing a document decided.
@@ -116,6 +119,9 @@ type Reducer struct {
 	KeyframeInterval int64
 	// Logger receives the keyframes skipped. Default: none.
 	Logger *zap.Logger
+	// MaxSkipThreshold bounds how many stored operations a placement by
+	// timestamp may supersede (place.DefaultMaxSkipThreshold when 0).
+	MaxSkipThreshold int64
 }
 
 // docRun is the state of one Reduce call.
@@ -196,16 +202,16 @@ jobs:
 			break
 		}
 		d.res.Verdicts[n].Checked = true
-		if p.Kind == record.KindLoad {
-			d.fail(n, &model.InvalidInput{Reason: "this executor does not apply load jobs yet"})
-			continue
-		}
 
 		actions := Actions(*p)
 		backups := map[oplog.StreamKey]*model.StreamState{}
 		ops := make([]oplog.Operation, 0, len(actions))
 		var applyErr error
-		for i := range actions {
+		placed := r.placed(p)
+		if placed {
+			ops, applyErr = r.place(d, p, work, backups)
+		}
+		for i := 0; !placed && i < len(actions); i++ {
 			a := &actions[i]
 			k := oplog.StreamKey{DocumentID: doc.ID, Scope: a.Scope, Branch: branch}
 			st := work[k]

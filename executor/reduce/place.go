@@ -1,0 +1,210 @@
+package reduce
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/doclog/doclog/executor/place"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/record"
+)
+
+// Placement by timestamp (executor/place, docs/sync.md): a load job's
+// operations always, an ordinary job's when its model asks for it. Such a
+// job needs the whole of every stream it places in (Document.Stored), not
+// only the head, because a placement may supersede stored operations and
+// re-derive the states after them.
+
+// placed reports whether a job's operations are placed by timestamp.
+func (r *Reducer) placed(j *Job) bool {
+	if j.Kind == record.KindLoad {
+		return true
+	}
+	m, err := r.Registry.Latest(j.DocumentType)
+	return err == nil && model.PlacesByTimestamp(m)
+}
+
+// NeedsStored lists the streams of documentID whose stored operations
+// reducing j needs (Document.Stored): every stream a job placed by
+// timestamp writes, but the document scope of an ordinary job, whose
+// system actions are applied at the head as always.
+func (r *Reducer) NeedsStored(documentID string, j *record.Job) []oplog.StreamKey {
+	if !r.placed(&Job{Job: j}) {
+		return nil
+	}
+	var out []oplog.StreamKey
+	add := func(scope string) {
+		k := oplog.StreamKey{DocumentID: documentID, Scope: scope, Branch: j.BranchOrDefault()}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	for i := range j.Operations {
+		add(j.Operations[i].Action.Scope)
+	}
+	for i := range j.Actions {
+		if j.Actions[i].Scope != oplog.ScopeDocument {
+			add(j.Actions[i].Scope)
+		}
+	}
+	return out
+}
+
+// Scopes returns the scopes a job's operations or actions touch, in first-use
+// order, so the executor loads their heads.
+func Scopes(j *record.Job) []string {
+	var out []string
+	for i := range j.Actions {
+		if !slices.Contains(out, j.Actions[i].Scope) {
+			out = append(out, j.Actions[i].Scope)
+		}
+	}
+	for i := range j.Operations {
+		if !slices.Contains(out, j.Operations[i].Action.Scope) {
+			out = append(out, j.Operations[i].Action.Scope)
+		}
+	}
+	return out
+}
+
+func (r *Reducer) maxSkip() int64 {
+	if r.MaxSkipThreshold > 0 {
+		return r.MaxSkipThreshold
+	}
+	return place.DefaultMaxSkipThreshold
+}
+
+// placeGroup is one stream's share of a placed job.
+type placeGroup struct {
+	key oplog.StreamKey
+	in  []place.Incoming
+	// action is the position of a document-scope action of an ordinary
+	// job, applied at the head in its turn; -1 for a group to place.
+	action int
+}
+
+// place places a job's operations by timestamp: a load job's per stream,
+// the document scope first; an ordinary job's document-scope actions at the
+// head in their turn and each other scope's actions together where the
+// scope first appears. It changes work only through copies it records in
+// backups, as the action path does.
+func (r *Reducer) place(d *docRun, p *Job, work, backups map[oplog.StreamKey]*model.StreamState) ([]oplog.Operation, error) {
+	branch := p.BranchOrDefault()
+	docKey := oplog.StreamKey{DocumentID: d.doc.ID, Scope: oplog.ScopeDocument, Branch: branch}
+	var groups []*placeGroup
+	byKey := map[oplog.StreamKey]*placeGroup{}
+	add := func(scope string, in place.Incoming, action int) {
+		k := oplog.StreamKey{DocumentID: d.doc.ID, Scope: scope, Branch: branch}
+		if action >= 0 {
+			groups = append(groups, &placeGroup{key: k, in: []place.Incoming{in}, action: action})
+			return
+		}
+		g := byKey[k]
+		if g == nil {
+			g = &placeGroup{key: k, action: -1}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.in = append(g.in, in)
+	}
+	if p.Kind == record.KindLoad {
+		for _, docFirst := range []bool{true, false} {
+			for i := range p.Operations {
+				op := &p.Operations[i]
+				if (op.Action.Scope == oplog.ScopeDocument) == docFirst {
+					add(op.Action.Scope, place.Incoming{OpID: op.OpID, Index: op.Index, Skip: op.Skip, Hash: op.Hash, Action: op.Action}, -1)
+				}
+			}
+		}
+	} else {
+		actions := Actions(*p)
+		for i := range actions {
+			in := place.Incoming{OpID: model.OpID(p.JobID, i), Index: -1, Action: actions[i]}
+			if actions[i].Scope == oplog.ScopeDocument {
+				add(oplog.ScopeDocument, in, i)
+			} else {
+				add(actions[i].Scope, in, -1)
+			}
+		}
+	}
+	var ops []oplog.Operation
+	built := map[oplog.StreamKey][]oplog.Operation{} // this job's, so far
+	for _, g := range groups {
+		head := work[g.key]
+		if head == nil {
+			return nil, &model.InvalidInput{Reason: fmt.Sprintf("scope %q was not loaded", g.key.Scope)}
+		}
+		if _, ok := backups[g.key]; !ok {
+			backups[g.key] = head
+		}
+		var (
+			out  []oplog.Operation
+			next *model.StreamState
+			err  error
+		)
+		if g.action >= 0 {
+			next = head.Clone()
+			var applied model.Applied
+			a := g.in[0].Action
+			applied, err = r.Registry.Apply(work[docKey], next, &a)
+			if err == nil {
+				out = []oplog.Operation{{OpID: g.in[0].OpID, Scope: g.key.Scope, Branch: branch, DocumentID: d.doc.ID,
+					Index: applied.Index, Hash: applied.Hash, TimestampUtcMs: a.TimestampUtcMs, Version: applied.Version, Action: a}}
+			}
+		} else {
+			prior := append(slices.Clone(d.doc.Stored[g.key]), d.ops[g.key]...)
+			out, next, err = r.placeStream(g, head, work[docKey], append(prior, built[g.key]...), d.doc.Stored[g.key] != nil, p.Kind == record.KindLoad)
+		}
+		if err != nil {
+			return nil, err
+		}
+		work[g.key] = next
+		for i := range out {
+			out[i].JobID = p.JobID
+		}
+		ops = append(ops, out...)
+		built[g.key] = append(built[g.key], out...)
+	}
+	// The job's operations go in stream order, as the request lists them.
+	var sorted []oplog.Operation
+	for _, k := range d.doc.Streams {
+		for i := range ops {
+			if ops[i].Stream() == k {
+				ops[i].DocumentType = work[docKey].DocumentType
+				sorted = append(sorted, ops[i])
+			}
+		}
+	}
+	if len(sorted) != len(ops) {
+		return nil, &model.InvalidInput{Reason: "the job writes a stream that was not loaded"}
+	}
+	return sorted, nil
+}
+
+// placeStream plans and derives one stream's group. stored is the stream
+// from index 0 as this job finds it; loaded says the executor read it.
+func (r *Reducer) placeStream(g *placeGroup, head, doc *model.StreamState, stored []oplog.Operation, loaded, load bool) ([]oplog.Operation, *model.StreamState, error) {
+	if !loaded && head.Revision > 0 {
+		return nil, nil, &model.InvalidInput{Reason: fmt.Sprintf("the operations of %s were not loaded", g.key)}
+	}
+	if int64(len(stored)) != head.Revision {
+		return nil, nil, fmt.Errorf("place in %s: %d operations loaded, the head is at revision %d", g.key, len(stored), head.Revision)
+	}
+	var (
+		plan *place.Plan
+		err  error
+	)
+	if load {
+		plan, err = place.Load(g.key, stored, g.in, r.maxSkip())
+	} else {
+		plan, err = place.Ordinary(g.key, stored, g.in, r.maxSkip())
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(plan.Tail) == 0 {
+		return nil, head, nil
+	}
+	return place.Derive(r.Registry, doc, head, stored, plan)
+}

@@ -1,0 +1,214 @@
+package executor_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/doclog/doclog/executor/place"
+	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
+	"github.com/doclog/doclog/model/jsondoc"
+	"github.com/doclog/doclog/record"
+)
+
+const placedType = "test/placed"
+
+// placedModel is doclog/json under another type that asks for its ordinary
+// jobs to be placed by timestamp.
+type placedModel struct{ model.Model }
+
+func (placedModel) PlacesByTimestamp() bool { return true }
+
+func newPlacedModel() model.Model {
+	base := jsondoc.Model()
+	spec := model.Spec{DocumentType: placedType, ModelVersion: 1,
+		Initial:    map[string]func() any{oplog.ScopeGlobal: func() any { return map[string]any{} }},
+		ActionList: []*model.ActionSpec{}}
+	for _, a := range base.Actions() {
+		c := *a
+		c.Scopes = []string{oplog.ScopeGlobal}
+		spec.ActionList = append(spec.ActionList, &c)
+	}
+	return placedModel{model.MustSpec(spec)}
+}
+
+// mark is a merge patch that records name and makes it the last one: the
+// state tells which operation was applied last, and its hash every order.
+func mark(name string, ts int64) oplog.Action {
+	return oplog.Action{ID: "act-" + name, Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, TimestampUtcMs: ts,
+		Input: json.RawMessage(fmt.Sprintf(`{%q:true,"last":%q}`, name, name))}
+}
+
+// rawLoad is a load job's record value built by hand, as a producer outside
+// doclog would write it.
+func rawLoad(jobID, docID, docType string, ops ...map[string]any) []byte {
+	b, err := json.Marshal(map[string]any{
+		"schema": "doclog.job.v1", "jobId": jobID, "kind": "load", "documentId": docID,
+		"documentType": docType, "actions": []any{}, "operations": ops,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func rawOp(opID string, index, skip int64, hash string, a oplog.Action) map[string]any {
+	return map[string]any{"opId": opID, "index": index, "skip": skip, "hash": hash, "action": a}
+}
+
+// hashAfter is the hash a replica holding only these actions, in order,
+// stores for the last.
+func hashAfter(t *testing.T, actions ...oplog.Action) string {
+	t.Helper()
+	state := map[string]any{}
+	for _, a := range actions {
+		var patch any
+		require.NoError(t, json.Unmarshal(a.Input, &patch))
+		state = jsondoc.MergePatch(state, patch).(map[string]any)
+	}
+	h, _, err := model.Hash(state)
+	require.NoError(t, err)
+	return h
+}
+
+// produceRaw writes a job record's bytes to the jobs topic with a plain
+// client.
+func (b *bundle) produceRaw(docID string, value []byte) {
+	b.t.Helper()
+	b.produce(&kgo.Record{Topic: b.kenv.Names.Jobs, Key: []byte(docID), Value: value})
+}
+
+func lastError(jr oplog.JobResult) string {
+	if len(jr.ErrorHistory) == 0 {
+		return ""
+	}
+	return jr.ErrorHistory[len(jr.ErrorHistory)-1].Name
+}
+
+// Load jobs on the real stack: a load that continues the head is appended
+// with its hashes checked; a backdated one is merged by timestamp and the
+// tail it supersedes re-appended with a skip; each refusal (HASH_MISMATCH,
+// EXCESSIVE_SHUFFLE, MISSING_OPERATIONS, and NON_MONOTONIC_TIMESTAMPS for a
+// model placed by timestamp), produced as raw JSON with a plain Kafka
+// client, fails its job with that name, stores nothing, dead-letters it
+// with the same type, and the next job of the document commits.
+func TestLoadJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1, newPlacedModel())
+	dlq := b.reader(b.kenv.Names.DeadLetters)
+	cfg := b.config()
+	cfg.MaxSkipThreshold = 3
+	b.start(cfg)
+
+	const doc = "doc-load"
+	global := oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	create := createJob(doc, jsondoc.DocumentType)
+	local := mutateJob(doc, jsondoc.DocumentType, mark("a1", 10), mark("a2", 30))
+	b.submit(create, local)
+	b.waitResults([]string{create.JobID, local.JobID}, 30*time.Second)
+	require.Len(t, b.readAll(global), 2)
+
+	// b1 (stamped 20) was made on a replica holding nothing else: it
+	// belongs between a1 and a2, so a2 is superseded and re-appended.
+	b1 := mark("b1", 20)
+	reshuffle := uuid.NewString()
+	b.produceRaw(doc, rawLoad(reshuffle, doc, jsondoc.DocumentType, rawOp("op-b1", 0, 0, hashAfter(t, b1), b1)))
+	jr := b.waitResults([]string{reshuffle}, 30*time.Second)[reshuffle]
+	require.Equal(t, oplog.JobWriteReady, jr.Status, "%+v", jr.ErrorHistory)
+	ops := b.readAll(global)
+	var got []string
+	for _, op := range ops {
+		got = append(got, fmt.Sprintf("%d:%s/%d", op.Index, op.Action.ID, op.Skip))
+	}
+	require.Equal(t, []string{"0:act-a1/0", "1:act-a2/0", "2:act-b1/1", "3:act-a2/0"}, got)
+	st, err := b.reg.ReplayStream(global, jsondoc.DocumentType, ops)
+	require.NoError(t, err, "a replay reproduces every stored hash")
+	require.Equal(t, "a2", st.State.(map[string]any)["last"])
+	require.Equal(t, []oplog.StreamRange{{Stream: global, FromIndex: 2, ToIndex: 3}}, jr.Streams)
+
+	// Loading the same operation again is a replay: nothing is written.
+	again := uuid.NewString()
+	b.produceRaw(doc, rawLoad(again, doc, jsondoc.DocumentType, rawOp("op-b1", 0, 0, hashAfter(t, b1), b1)))
+	jr = b.waitResults([]string{again}, 30*time.Second)[again]
+	require.Equal(t, oplog.JobWriteReady, jr.Status)
+	require.Empty(t, jr.Streams)
+	require.Len(t, b.readAll(global), 4)
+
+	c1 := mark("c1", 40)
+	placedDoc := "doc-placed"
+	placedCreate := createJob(placedDoc, placedType)
+	placedFirst := mutateJob(placedDoc, placedType, mark("p1", 10), mark("p3", 30))
+	b.submit(placedCreate, placedFirst)
+	b.waitResults([]string{placedCreate.JobID, placedFirst.JobID}, 30*time.Second)
+
+	refusals := []struct {
+		name   string
+		doc    string
+		stream oplog.StreamKey
+		value  func(jobID string) []byte
+	}{
+		{place.NameHashMismatch, doc, global, func(id string) []byte {
+			return rawLoad(id, doc, jsondoc.DocumentType, rawOp("op-c1", 4, 0, "bm90IHRoZSBoYXNo", c1))
+		}},
+		{place.NameExcessiveShuffle, doc, global, func(id string) []byte {
+			early := mark("early", 1)
+			return rawLoad(id, doc, jsondoc.DocumentType, rawOp("op-early", 0, 0, hashAfter(t, early), early))
+		}},
+		{place.NameMissingOperations, doc, global, func(id string) []byte {
+			return rawLoad(id, doc, jsondoc.DocumentType, rawOp("op-c1", 9, 0, hashAfter(t, c1), c1))
+		}},
+		{place.NameNonMonotonicTimestamps, placedDoc, oplog.StreamKey{DocumentID: placedDoc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}, func(id string) []byte {
+			v, err := json.Marshal(map[string]any{"schema": "doclog.job.v1", "jobId": id, "kind": "mutate", "documentId": placedDoc,
+				"documentType": placedType, "actions": []any{mark("x", 50), mark("y", 50)}})
+			require.NoError(t, err)
+			return v
+		}},
+	}
+	for _, tc := range refusals {
+		before := b.readAll(tc.stream)
+		id := uuid.NewString()
+		b.produceRaw(tc.doc, tc.value(id))
+		next := mutateJob(tc.doc, jsondoc.DocumentType, mark("next-"+tc.name, 1000+int64(len(before))))
+		if tc.doc == placedDoc {
+			next.DocumentType = placedType
+		}
+		b.submit(next)
+		res := b.waitResults([]string{id, next.JobID}, 30*time.Second)
+		require.Equal(t, oplog.JobFailed, res[id].Status, tc.name)
+		require.Equal(t, tc.name, lastError(res[id]), "%s: %+v", tc.name, res[id].ErrorHistory)
+		require.Equal(t, oplog.JobWriteReady, res[next.JobID].Status, "%s: the document's next job commits: %+v", tc.name, res[next.JobID].ErrorHistory)
+		after := b.readAll(tc.stream)
+		require.Equal(t, len(before)+1, len(after), "%s: nothing of the refused job was stored", tc.name)
+		require.Equal(t, next.JobID, after[len(after)-1].JobID)
+		letters := dlq.deadLetters(30*time.Second, 1, func(d *record.DeadLetter) string {
+			if d.Job != nil && d.Job.JobID == id {
+				return id
+			}
+			return ""
+		})
+		require.Equal(t, record.ErrorType(tc.name), letters[id].ErrorType, tc.name)
+	}
+
+	// A job of the placed model stamped before stored operations is merged
+	// with them like a load.
+	backdated := mutateJob(placedDoc, placedType, mark("p2", 20))
+	b.submit(backdated)
+	jr = b.waitResults([]string{backdated.JobID}, 30*time.Second)[backdated.JobID]
+	require.Equal(t, oplog.JobWriteReady, jr.Status, "%+v", jr.ErrorHistory)
+	pk := oplog.StreamKey{DocumentID: placedDoc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	pops := b.readAll(pk)
+	st, err = b.reg.ReplayStream(pk, placedType, pops)
+	require.NoError(t, err)
+	var order []string
+	for _, i := range place.Effective(pops) {
+		order = append(order, pops[i].Action.ID)
+	}
+	require.Equal(t, []string{"act-p1", "act-p2", "act-p3", "act-next-" + place.NameNonMonotonicTimestamps}, order)
+	require.Equal(t, int64(2), pops[len(pops)-3].Skip, "p3 and the next job's operation are superseded")
+}
