@@ -41,6 +41,7 @@ import (
 	"github.com/doclog/doclog/projectors/pgproj"
 	"github.com/doclog/doclog/readstore"
 	"github.com/doclog/doclog/readstore/pgread"
+	"github.com/doclog/doclog/signing"
 )
 
 // component is one long-running part of the process. run blocks until ctx
@@ -64,9 +65,10 @@ type App struct {
 	pool  *pgxpool.Pool
 	store *postgres.Store
 
-	kafka     *kgo.Client // topics and the kafka readiness check; nil when no role uses Kafka
-	analytics *clickHouse // nil without the analytics projector
-	tls       *tls.Config // the API ports' TLS; nil serves plain HTTP
+	kafka     *kgo.Client       // topics and the kafka readiness check; nil when no role uses Kafka
+	analytics *clickHouse       // nil without the analytics projector
+	tls       *tls.Config       // the API ports' TLS; nil serves plain HTTP
+	verifier  *signing.Verifier // checks action signatures; nil when no policy does
 
 	components []component
 	groups     []string // the consumer groups this process belongs to, for lag metrics
@@ -115,6 +117,11 @@ func (a *App) build() error {
 	a.store = postgres.New(a.pool, postgres.WithCopyThreshold(a.s.Tuning.copyThreshold()))
 	if a.s.TLS.CertFile != "" {
 		if a.tls, err = certfile.ServerConfig(a.s.TLS, 0, a.logger.Named("tls")); err != nil {
+			return err
+		}
+	}
+	if a.s.runs(RoleIngest) || a.s.runs(RoleExecutor) {
+		if a.verifier, err = a.s.Signatures.verifier(); err != nil {
 			return err
 		}
 	}
@@ -291,6 +298,7 @@ func (a *App) buildIngest() error {
 		Producer:   cl,
 		Results:    a.store,
 		Registry:   a.registry,
+		Signatures: a.signatures(),
 		ReadReady:  readstore.ReadReadiness{Store: pgread.New(a.pool)},
 		Logger:     a.logger.Named("ingest"),
 		Registerer: a.metrics,
@@ -307,6 +315,7 @@ func (a *App) buildExecutor() error {
 	ec.Store, ec.Registry = a.store, a.registry
 	ec.Kafka, ec.Topics, ec.Group = a.s.Kafka, a.names(), a.s.Topics.Prefix+executor.DefaultGroup
 	ec.Logger, ec.Registerer = a.logger.Named("executor"), a.metrics
+	ec.Signatures = a.signatures()
 	cc := a.s.Tuning.Cache
 	cc.KeyframeInterval = ec.KeyframeInterval
 	wc, err := cache.New(a.store, a.registry, cc)

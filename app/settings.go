@@ -71,6 +71,9 @@ type Settings struct {
 
 	JobResultsRetention time.Duration
 
+	// Signatures are the key set and policies of signed actions.
+	Signatures SignatureSettings
+
 	// Tuning holds the components' knobs (tuning.go).
 	Tuning Tuning
 
@@ -151,6 +154,7 @@ func BindFlagsWith(fs *pflag.FlagSet, s *Settings, d FlagDefaults) {
 	fs.StringSliceVar(&s.Projectors, "projectors", d.Projectors, "projectors to run ("+strings.Join(catalog.Names(), ", ")+"); those whose tables live in ClickHouse join when --clickhouse-url is set")
 	bindStartFlags(fs, s, d.StartFlag)
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
+	bindSignatureFlags(fs, &s.Signatures)
 	bindTuningFlags(fs, s)
 	config.MarkSecret(fs, "auth-write-tokens", "auth-read-tokens", "auth-tokens")
 }
@@ -234,6 +238,7 @@ func (s *Settings) Validate() error {
 	}
 	errs = append(errs, s.validateTokens()...)
 	errs = append(errs, s.validateTuning()...)
+	errs = append(errs, s.Signatures.validate()...)
 	if s.JobResultsRetention < 0 {
 		errs = append(errs, fmt.Errorf("--retention-job-results must not be negative, got %s", s.JobResultsRetention))
 	}

@@ -83,6 +83,11 @@ type Config struct {
 	// record.DefaultInlineOperationsBytes.
 	InlineOperationsBytes int
 
+	// Signatures, when set, checks the signatures of every job's actions
+	// as it is admitted; a job it refuses ends FAILED (SIGNATURE_INVALID)
+	// with nothing stored. Default: none, signatures are stored unchecked.
+	Signatures SignatureVerifier
+
 	// KeyframeInterval: an append carries a keyframe for a stream whenever
 	// its revision crosses a multiple of it. Default 10.
 	KeyframeInterval int64

@@ -276,6 +276,7 @@ func (e *Executor) admit(rec *kgo.Record, now time.Time) {
 		}
 	} else {
 		p.job = job
+		e.verifySignatures(p)
 	}
 	ps.jobs = append(ps.jobs, p)
 }

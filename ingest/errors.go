@@ -22,6 +22,7 @@ const (
 	CodeUnknownAction       = "unknown_action"
 	CodeInvalidScope        = "invalid_scope"
 	CodeInvalidInput        = "invalid_input"
+	CodeSignatureInvalid    = "signature_invalid"
 	CodeJobNotFound         = "job_not_found"
 	CodeBrokerUnavailable   = "broker_unavailable"
 	CodeResultsUnavailable  = "results_unavailable"

@@ -84,6 +84,12 @@ type Deps struct {
 	// Registry is the model registry submissions are validated against.
 	// Required.
 	Registry *model.Registry
+	// Signatures, when set, checks the signatures of a job's actions
+	// before it is produced, so a producer learns of a bad one at once
+	// (400 signature_invalid); the executors check again, since records
+	// reach the topic without ingest too. Default nil: signatures are
+	// passed on unchecked.
+	Signatures SignatureVerifier
 	// ReadReady reports READ_READY (readstore.ReadReadiness). Default nil:
 	// a WRITE_READY job is reported WRITE_READY.
 	ReadReady ReadReadiness
@@ -102,6 +108,7 @@ type Handler struct {
 	results   ResultReader
 	readReady ReadReadiness
 	logger    *zap.Logger
+	verifier  SignatureVerifier
 	validator *validator
 	poller    *poller
 	bearer    httpapi.Bearer
@@ -136,6 +143,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		producer:  deps.Producer,
 		results:   deps.Results,
 		readReady: deps.ReadReady,
+		verifier:  deps.Signatures,
 		logger:    logger,
 		validator: newValidator(deps.Registry, cfg),
 		poller:    newPoller(deps.Results, cfg.PollInterval, cfg.PollBatch, logger),
@@ -343,6 +351,9 @@ func (h *Handler) deleteDocument(w http.ResponseWriter, r *http.Request) {
 // submit validates, produces and answers.
 func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s *submission) {
 	job, apiErr := h.validator.build(s, jobID)
+	if apiErr == nil {
+		apiErr = h.checkSignatures(job, s)
+	}
 	if apiErr != nil {
 		h.refuse(w, r, apiErr)
 		return

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/doclog/doclog/internal/jsonvalue"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // jobBody is the body of POST /v1/jobs. Actions stay raw so that each is
@@ -37,12 +38,13 @@ type createBody struct {
 
 // actionBody is one action as a client sends it.
 type actionBody struct {
-	ID             string          `json:"id"`
-	Type           string          `json:"type"`
-	Scope          string          `json:"scope"`
-	TimestampUtcMs *int64          `json:"timestampUtcMs"`
-	Input          json.RawMessage `json:"input"`
-	Context        json.RawMessage `json:"context"`
+	ID             string           `json:"id"`
+	Type           string           `json:"type"`
+	Scope          string           `json:"scope"`
+	TimestampUtcMs *int64           `json:"timestampUtcMs"`
+	Input          json.RawMessage  `json:"input"`
+	Context        json.RawMessage  `json:"context"`
+	Signature      *oplog.Signature `json:"signature"`
 }
 
 // readBody checks the content type and reads the body within the limit.

@@ -194,7 +194,7 @@ func (v *validator) action(m model.Model, raw json.RawMessage, field, jobID stri
 	if _, err := spec.Validate(input); err != nil {
 		return oplog.Action{}, inputError(field+".input", err)
 	}
-	a := oplog.Action{ID: b.ID, Type: b.Type, Scope: b.Scope, TimestampUtcMs: nowMs, Input: input, Context: ctx}
+	a := oplog.Action{ID: b.ID, Type: b.Type, Scope: b.Scope, TimestampUtcMs: nowMs, Input: input, Context: ctx, Signature: b.Signature}
 	if a.ID == "" {
 		a.ID = ActionID(jobID, n)
 	}

@@ -437,6 +437,7 @@ func TestConfigReachesDoclog(t *testing.T) {
 	require.True(t, read["DOCLOG_DATABASE_URL_FILE"], "parsed the secrets' files from:\n%s", help)
 
 	for _, args := range [][]string{nil, {"-f", productionValues}, {"--set", "extraConfig.DOCLOG_MIGRATE=auto"}, httpTLSValues,
+		{"--set", "signatures.existingSecret=keys", "--set", "signatures.policies.acme=required"},
 		{"--set", "tuning.executor.jobTimeout=30s", "--set", "tuning.projectors.reconcileInterval=-1s"}} {
 		objs := render(t, args...)
 		for key := range find[*corev1.ConfigMap](t, objs, "ConfigMap", "doclog").Data {
@@ -595,6 +596,36 @@ func TestTokenFiles(t *testing.T) {
 			"DOCLOG_AUTH_READ_TOKENS_FILE":  {"doclog-api-tokens", "read"},
 		})
 	}
+}
+
+// The signature keys' Secret is mounted whole, 0440, every key of it a key
+// file; the policies reach the flags as one type=policy list.
+func TestSignatureKeysFromSecret(t *testing.T) {
+	t.Parallel()
+	objs := render(t, "--set", "signatures.existingSecret=doclog-signature-keys",
+		"--set-json", `signatures.policies={"doclog/ledger":"required","acme/notes":"off"}`,
+		"--set", "signatures.defaultPolicy=optional")
+	cm := find[*corev1.ConfigMap](t, objs, "ConfigMap", "doclog")
+	require.Equal(t, "/etc/doclog/signature-keys", cm.Data["DOCLOG_SIGNATURE_KEYS"])
+	require.Equal(t, "acme/notes=off,doclog/ledger=required", cm.Data["DOCLOG_SIGNATURE_POLICY"])
+	require.Equal(t, "optional", cm.Data["DOCLOG_SIGNATURE_DEFAULT_POLICY"])
+	for _, d := range all[*appsv1.Deployment](objs) {
+		pod := d.Spec.Template.Spec
+		require.True(t, hasMount(pod.Containers[0], "signature-keys", "/etc/doclog/signature-keys"), d.Name)
+		vol := pod.Volumes[slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "signature-keys" })]
+		require.Equal(t, "doclog-signature-keys", vol.Secret.SecretName)
+		require.Empty(t, vol.Secret.Items, "%s: every key of the Secret is a signing key", d.Name)
+		require.Equal(t, int32(0o440), *vol.Secret.DefaultMode, d.Name)
+	}
+
+	// By default: no keys, no list, and the default policy off.
+	cm = find[*corev1.ConfigMap](t, render(t), "ConfigMap", "doclog")
+	require.NotContains(t, cm.Data, "DOCLOG_SIGNATURE_KEYS")
+	require.NotContains(t, cm.Data, "DOCLOG_SIGNATURE_POLICY")
+	require.Equal(t, "off", cm.Data["DOCLOG_SIGNATURE_DEFAULT_POLICY"])
+
+	_, err := runHelm(t, "template", "doclog", chartDir, "--set", "signatures.defaultPolicy=always")
+	require.Error(t, err, "the schema refuses a policy it does not know")
 }
 
 func envNames(c corev1.Container) []string {

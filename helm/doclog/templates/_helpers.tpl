@@ -187,6 +187,9 @@ through subPath mounts, which would not see a rotated Secret.
 {{/* Directory the HTTP servers' certificate Secret is mounted at. */}}
 {{- define "doclog.httpTLSDir" -}}/etc/doclog/http-tls{{- end }}
 
+{{/* Directory the signature keys' Secret is mounted at, one file per key. */}}
+{{- define "doclog.signatureKeysDir" -}}/etc/doclog/signature-keys{{- end }}
+
 {{/* Directory the Kafka TLS Secret is mounted at. */}}
 {{- define "doclog.kafkaTLSDir" -}}/etc/doclog/kafka-tls{{- end }}
 
@@ -327,6 +330,11 @@ spec:
               mountPath: {{ include "doclog.kafkaTLSDir" $root }}
               readOnly: true
             {{- end }}
+            {{- if $root.Values.signatures.existingSecret }}
+            - name: signature-keys
+              mountPath: {{ include "doclog.signatureKeysDir" $root }}
+              readOnly: true
+            {{- end }}
             {{- with $root.Values.extraVolumeMounts }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
@@ -359,6 +367,13 @@ spec:
         - name: kafka-tls
           secret:
             secretName: {{ $root.Values.kafka.tls.existingSecret }}
+        {{- end }}
+        {{- with $root.Values.signatures.existingSecret }}
+        # Every key of the Secret is a key file, named by its key id.
+        - name: signature-keys
+          secret:
+            secretName: {{ . }}
+            defaultMode: 288
         {{- end }}
         {{- with $root.Values.extraVolumes }}
         {{- toYaml . | nindent 8 }}
