@@ -160,6 +160,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 	mux.Handle("POST /v1/jobs", h.auth(httpapi.ScopeWrite, h.submitJob))
 	mux.Handle("POST /v1/documents", h.auth(httpapi.ScopeWrite, h.createDocument))
 	mux.Handle("DELETE /v1/documents/{id}", h.auth(httpapi.ScopeWrite, h.deleteDocument))
+	mux.Handle("POST /v1/documents/{id}/load", h.auth(httpapi.ScopeWrite, h.loadDocument))
 	mux.Handle("GET /v1/jobs/{id}", h.auth(httpapi.ScopeRead, h.jobStatus))
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)

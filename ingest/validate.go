@@ -32,6 +32,8 @@ type submission struct {
 	queueHint  []string
 	maxRetries *int
 	meta       json.RawMessage
+	// operations are a load job's (kind load), raw.
+	operations []json.RawMessage
 }
 
 // validator checks submissions against the model registry and the limits.
@@ -102,6 +104,9 @@ func (v *validator) build(s *submission, jobID string) (*record.Job, *APIError) 
 		return nil, fieldError(http.StatusRequestEntityTooLarge, CodeTooManyActions, "actions",
 			"%d actions, more than the %d a job may have", total, v.cfg.MaxActionsPerJob)
 	}
+	if s.kind == record.KindLoad {
+		return v.buildLoad(s, m, jobID)
+	}
 	if s.kind == record.KindMutate && total == 0 {
 		return nil, unprocessable(CodeInvalidField, "actions", "required: a job needs at least one action")
 	}
@@ -130,7 +135,7 @@ func (v *validator) build(s *submission, jobID string) (*record.Job, *APIError) 
 		j.Actions = append(j.Actions, a)
 	}
 	for i, raw := range s.actions {
-		a, apiErr := v.action(m, raw, "actions["+strconv.Itoa(i)+"]", jobID, len(j.Actions), nowMs)
+		a, apiErr := v.action(m, raw, "actions["+strconv.Itoa(i)+"]", jobID, len(j.Actions), nowMs, false)
 		if apiErr != nil {
 			return nil, apiErr
 		}
@@ -141,7 +146,7 @@ func (v *validator) build(s *submission, jobID string) (*record.Job, *APIError) 
 
 // action decodes and validates one client action; n is its position in the
 // job record, for a derived id.
-func (v *validator) action(m model.Model, raw json.RawMessage, field, jobID string, n int, nowMs int64) (oplog.Action, *APIError) {
+func (v *validator) action(m model.Model, raw json.RawMessage, field, jobID string, n int, nowMs int64, loaded bool) (oplog.Action, *APIError) {
 	unprocessable := func(code, f, format string, args ...any) *APIError {
 		return fieldError(http.StatusUnprocessableEntity, code, f, format, args...)
 	}
@@ -174,7 +179,7 @@ func (v *validator) action(m model.Model, raw json.RawMessage, field, jobID stri
 	}
 	spec, ok := v.system[b.Type]
 	switch {
-	case ok && !usableInJobs(b.Type):
+	case ok && !usableInJobs(b.Type) && !loaded: // a load carries them as its origin stored them
 		endpoint := "POST /v1/documents"
 		if b.Type == model.ActionDeleteDocument {
 			endpoint = "DELETE /v1/documents/{id}"
