@@ -158,6 +158,9 @@ type OperationAction struct {
 	TimestampUtcMs int64           `json:"timestampUtcMs"`
 	Input          json.RawMessage `json:"input,omitempty"`
 	Context        json.RawMessage `json:"context,omitempty"`
+	// Signature is the action's signature as its job carried it; nil when
+	// it was unsigned.
+	Signature *Signature `json:"signature,omitempty"`
 }
 
 // StateQuery selects the state of State.

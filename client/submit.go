@@ -26,6 +26,20 @@ type Action struct {
 	Input any `json:"input,omitempty"`
 	// Context is carried with the operation and not interpreted.
 	Context map[string]any `json:"context,omitempty"`
+	// Signature is the producer's signature of the action; nil sends none.
+	// A signed action sets ID and TimestampUtcMs, which the signature
+	// covers.
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signature is an action's signature: Ed25519 over the action's canonical
+// form, made by its producer with the key KeyID names (docs/sync.md, Signed
+// actions). The client carries it; the server checks it.
+type Signature struct {
+	KeyID     string `json:"keyId"`
+	Algorithm string `json:"algorithm"`
+	// Value is the signature in standard base64.
+	Value string `json:"value"`
 }
 
 // CreateDocument is a create job (POST /v1/documents).

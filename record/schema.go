@@ -240,7 +240,7 @@ func checkSignature(s *oplog.Signature) (field, why string) {
 	if s.Value == "" {
 		return "value", "missing"
 	}
-	if _, err := base64.StdEncoding.Strict().DecodeString(s.Value); err != nil {
+	if _, err := base64.StdEncoding.DecodeString(s.Value); err != nil {
 		return "value", "not standard base64 with padding"
 	}
 	return "", ""
