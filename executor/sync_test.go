@@ -212,3 +212,32 @@ func TestLoadJobs(t *testing.T) {
 	require.Equal(t, []string{"act-p1", "act-p2", "act-p3", "act-next-" + place.NameNonMonotonicTimestamps}, order)
 	require.Equal(t, int64(2), pops[len(pops)-3].Skip, "p3 and the next job's operation are superseded")
 }
+
+// A load job's operations are held to their document type's signature
+// policy as an ordinary job's actions are: an unsigned one under required
+// fails the job SIGNATURE_INVALID and stores nothing; a signed one loads.
+func TestLoadJobSignatures(t *testing.T) {
+	t.Parallel()
+	s := setupSigned(t)
+	const doc = "doc-signed-load"
+	k := oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	create := createJob(doc, jsondoc.DocumentType)
+	s.submit(create)
+	s.waitResults([]string{create.JobID}, 30*time.Second)
+
+	unsigned := uuid.NewString()
+	a := mark("u1", 10)
+	s.bundle.produceRaw(doc, rawLoad(unsigned, doc, jsondoc.DocumentType, rawOp("op-u1", 0, 0, hashAfter(t, a), a)))
+	signed := uuid.NewString()
+	good := s.action(t, doc, "good")
+	s.bundle.produceRaw(doc, rawLoad(signed, doc, jsondoc.DocumentType, map[string]any{"opId": "op-g1", "index": 0, "skip": 0,
+		"hash": hashAfter(t, oplog.Action{Input: good["input"].(json.RawMessage)}), "action": good}))
+	res := s.waitResults([]string{unsigned, signed}, 30*time.Second)
+	require.Equal(t, oplog.JobFailed, res[unsigned].Status)
+	require.Equal(t, string(record.ErrSignatureInvalid), lastError(res[unsigned]))
+	require.Equal(t, oplog.JobWriteReady, res[signed].Status, "%+v", res[signed].ErrorHistory)
+	ops := s.readAll(k)
+	require.Len(t, ops, 1)
+	require.Equal(t, "op-g1", ops[0].OpID)
+	require.NotNil(t, ops[0].Action.Signature)
+}
