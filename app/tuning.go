@@ -11,6 +11,7 @@ import (
 
 	"github.com/doclog/doclog/executor"
 	"github.com/doclog/doclog/executor/cache"
+	"github.com/doclog/doclog/executor/place"
 	"github.com/doclog/doclog/ingest"
 	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/log/postgres"
@@ -104,6 +105,8 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 		"largest write-ready record that carries its operations (past it, projectors read them from the log): raising it saves projectors a read of the log at the cost of larger records on the write-ready topic")
 	b.int64(&e.KeyframeInterval, "executor-keyframe-interval", executor.DefaultKeyframeInterval, 1,
 		"a keyframe is written whenever a stream's revision crosses a multiple of this: raising it writes fewer keyframes at the cost of longer replays when a stream is loaded cold or read at a past revision")
+	b.int64(&e.MaxSkipThreshold, "executor-max-skip-threshold", place.DefaultMaxSkipThreshold, 1,
+		"most stored operations that placing a job by timestamp (a load job, or a job of a model that asks for it) may supersede; a placement reaching further back fails the job EXCESSIVE_SHUFFLE: raising it lets replicas that diverged further reconcile at the cost of re-deriving a longer tail in one job")
 	b.retries(e, "executor-max-retries",
 		"retries after transient errors for a job that sets no maxRetries of its own (0: none, the first such error fails the job; conflicts and outages never count; a job's own maxRetries wins): raising it lets more jobs ride out flaky failures at the cost of a failing job holding its document longer before it is dead-lettered")
 	b.duration(&e.RetryBaseDelay, "executor-retry-base-delay", executor.DefaultRetryBaseDelay, time.Nanosecond,
