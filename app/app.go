@@ -185,6 +185,9 @@ func (a *App) buildComponents() error {
 			return err
 		}
 	}
+	if a.verifier != nil {
+		a.add(a.signatureKeysWatch())
+	}
 	if a.s.runs(RoleProjectors) {
 		if err := a.buildProjectors(); err != nil {
 			return err

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
+	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/executor"
 	"github.com/doclog/doclog/ingest"
@@ -27,12 +29,16 @@ type SignatureSettings struct {
 }
 
 func bindSignatureFlags(fs *pflag.FlagSet, s *SignatureSettings) {
-	fs.StringVar(&s.Keys, "signature-keys", "", "public keys that action signatures are checked with: a JSON file {\"keys\":[{\"id\",\"algorithm\":\"ed25519\",\"publicKey\"}]} or a directory of one key per file (PEM or base64, named by its key id), such as a mounted Secret; read at start")
+	fs.StringVar(&s.Keys, "signature-keys", "", "public keys that action signatures are checked with: a JSON file {\"keys\":[{\"id\",\"algorithm\":\"ed25519\",\"publicKey\"}]} or a directory of one key per file (PEM or base64, named by its key id), such as a mounted Secret; read again every 10s")
 	fs.StringSliceVar(&s.Policy, "signature-policy", nil, "signature policy per document type, as type=required (every action signed), type=optional (a signature present must verify) or type=off")
 	fs.StringVar(&s.DefaultPolicy, "signature-default-policy", string(signing.Off), "signature policy of the document types --signature-policy does not list: required, optional or off")
 }
 
 func (s *SignatureSettings) policies() (signing.Policies, error) {
+	// Empty, as in Settings built without flags, is off.
+	if _, err := signing.ParsePolicy(s.DefaultPolicy); s.DefaultPolicy != "" && err != nil {
+		return signing.Policies{}, fmt.Errorf("--signature-default-policy: %w", err)
+	}
 	p, err := signing.ParsePolicies(s.Policy, s.DefaultPolicy)
 	if err != nil {
 		return signing.Policies{}, fmt.Errorf("--signature-policy: %w", err)
@@ -77,4 +83,20 @@ func (a *App) signatures() interface {
 		return nil
 	}
 	return a.verifier
+}
+
+// signatureKeysWatch re-reads --signature-keys while the process runs, so a
+// key added to the mounted Secret is used without a restart.
+func (a *App) signatureKeysWatch() component {
+	log := a.logger.Named("signing")
+	return component{
+		name: "signature-keys",
+		run: func(ctx context.Context) error {
+			a.verifier.WatchKeys(ctx, a.s.Signatures.Keys, signing.DefaultWatchInterval,
+				func(ids []string) { log.Info("signature keys reloaded", zap.Strings("key_ids", ids)) },
+				func(err error) { log.Warn("signature keys not reloaded; the keys in use stay", zap.Error(err)) })
+			return nil
+		},
+		stop: func(context.Context) error { return nil },
+	}
 }

@@ -199,3 +199,19 @@ func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
 	}
 	return ed25519.PublicKey(raw), nil
 }
+
+// Equal reports whether two key sets hold the same keys under the same ids.
+func (ks *KeySet) Equal(other *KeySet) bool {
+	a, b := ks.IDs(), other.IDs()
+	if !slices.Equal(a, b) {
+		return false
+	}
+	for _, id := range a {
+		x, _ := ks.Lookup(id)
+		y, _ := other.Lookup(id)
+		if x.Algorithm != y.Algorithm || !bytes.Equal(x.Public, y.Public) {
+			return false
+		}
+	}
+	return true
+}
