@@ -1,8 +1,12 @@
 package executor_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/doclog/doclog/executor/place"
+	"github.com/doclog/doclog/ingest"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/model/jsondoc"
@@ -140,7 +145,7 @@ func TestLoadJobs(t *testing.T) {
 	require.Empty(t, jr.Streams)
 	require.Len(t, b.readAll(global), 4)
 
-	c1 := mark("c1", 40)
+	c1 := mark("c1", 100000)
 	placedDoc := "doc-placed"
 	placedCreate := createJob(placedDoc, placedType)
 	placedFirst := mutateJob(placedDoc, placedType, mark("p1", 10), mark("p3", 30))
@@ -151,48 +156,97 @@ func TestLoadJobs(t *testing.T) {
 		name   string
 		doc    string
 		stream oplog.StreamKey
-		value  func(jobID string) []byte
+		value  func(jobID string, revision int64) []byte
 	}{
-		{place.NameHashMismatch, doc, global, func(id string) []byte {
-			return rawLoad(id, doc, jsondoc.DocumentType, rawOp("op-c1", 4, 0, "bm90IHRoZSBoYXNo", c1))
+		{place.NameHashMismatch, doc, global, func(id string, rev int64) []byte {
+			return rawLoad(id, doc, jsondoc.DocumentType, rawOp("op-c1", rev, 0, "bm90IHRoZSBoYXNo", c1))
 		}},
-		{place.NameExcessiveShuffle, doc, global, func(id string) []byte {
+		{place.NameExcessiveShuffle, doc, global, func(id string, _ int64) []byte {
 			early := mark("early", 1)
 			return rawLoad(id, doc, jsondoc.DocumentType, rawOp("op-early", 0, 0, hashAfter(t, early), early))
 		}},
-		{place.NameMissingOperations, doc, global, func(id string) []byte {
-			return rawLoad(id, doc, jsondoc.DocumentType, rawOp("op-c1", 9, 0, hashAfter(t, c1), c1))
+		{place.NameMissingOperations, doc, global, func(id string, rev int64) []byte {
+			return rawLoad(id, doc, jsondoc.DocumentType, rawOp("op-c1", rev+2, 0, hashAfter(t, c1), c1))
 		}},
-		{place.NameNonMonotonicTimestamps, placedDoc, oplog.StreamKey{DocumentID: placedDoc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}, func(id string) []byte {
+		{place.NameNonMonotonicTimestamps, placedDoc, oplog.StreamKey{DocumentID: placedDoc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}, func(id string, _ int64) []byte {
 			v, err := json.Marshal(map[string]any{"schema": "doclog.job.v1", "jobId": id, "kind": "mutate", "documentId": placedDoc,
 				"documentType": placedType, "actions": []any{mark("x", 50), mark("y", 50)}})
 			require.NoError(t, err)
 			return v
 		}},
 	}
-	for _, tc := range refusals {
-		before := b.readAll(tc.stream)
-		id := uuid.NewString()
-		b.produceRaw(tc.doc, tc.value(id))
-		next := mutateJob(tc.doc, jsondoc.DocumentType, mark("next-"+tc.name, 1000+int64(len(before))))
-		if tc.doc == placedDoc {
-			next.DocumentType = placedType
+	h, err := ingest.NewHandler(ingest.Config{JobsTopic: b.kenv.Names.Jobs},
+		ingest.Deps{Producer: b.producer, Results: b.store, Registry: b.reg})
+	require.NoError(t, err)
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	// viaIngest submits what a raw record carries through the HTTP API
+	// under an Idempotency-Key, and returns the job id the key derives.
+	viaIngest := func(value []byte) string {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(value, &rec))
+		path, body := "/v1/jobs", map[string]any{"documentId": rec["documentId"], "documentType": rec["documentType"], "actions": rec["actions"]}
+		if rec["kind"] == "load" {
+			path, body = "/v1/documents/"+rec["documentId"].(string)+"/load", map[string]any{"documentType": rec["documentType"], "operations": rec["operations"]}
 		}
-		b.submit(next)
-		res := b.waitResults([]string{id, next.JobID}, 30*time.Second)
-		require.Equal(t, oplog.JobFailed, res[id].Status, tc.name)
-		require.Equal(t, tc.name, lastError(res[id]), "%s: %+v", tc.name, res[id].ErrorHistory)
-		require.Equal(t, oplog.JobWriteReady, res[next.JobID].Status, "%s: the document's next job commits: %+v", tc.name, res[next.JobID].ErrorHistory)
-		after := b.readAll(tc.stream)
-		require.Equal(t, len(before)+1, len(after), "%s: nothing of the refused job was stored", tc.name)
-		require.Equal(t, next.JobID, after[len(after)-1].JobID)
-		letters := dlq.deadLetters(30*time.Second, 1, func(d *record.DeadLetter) string {
-			if d.Job != nil && d.Job.JobID == id {
-				return id
+		raw, err := json.Marshal(body)
+		require.NoError(t, err)
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(raw))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		key := uuid.NewString()
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		out, _ := io.ReadAll(resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", out)
+		return model.JobIDFromIdempotencyKey(key)
+	}
+	// status reads a job's status through GET /v1/jobs/{id}.
+	status := func(id string) map[string]any {
+		resp, err := http.Get(srv.URL + "/v1/jobs/" + id + "?wait=10s")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		out := map[string]any{}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return out
+	}
+
+	for _, tc := range refusals {
+		for _, through := range []string{"a raw record", "ingest"} {
+			before := b.readAll(tc.stream)
+			id := uuid.NewString()
+			if through == "ingest" {
+				id = viaIngest(tc.value(id, int64(len(before))))
+			} else {
+				b.produceRaw(tc.doc, tc.value(id, int64(len(before))))
 			}
-			return ""
-		})
-		require.Equal(t, record.ErrorType(tc.name), letters[id].ErrorType, tc.name)
+			next := mutateJob(tc.doc, jsondoc.DocumentType, mark(fmt.Sprintf("next-%s-%d", tc.name, len(before)), 1000+int64(len(before))))
+			if tc.doc == placedDoc {
+				next.DocumentType = placedType
+			}
+			b.submit(next)
+			res := b.waitResults([]string{id, next.JobID}, 30*time.Second)
+			require.Equal(t, oplog.JobFailed, res[id].Status, "%s through %s", tc.name, through)
+			require.Equal(t, tc.name, lastError(res[id]), "%s through %s: %+v", tc.name, through, res[id].ErrorHistory)
+			require.Equal(t, oplog.JobWriteReady, res[next.JobID].Status, "%s: the document's next job commits: %+v", tc.name, res[next.JobID].ErrorHistory)
+			after := b.readAll(tc.stream)
+			require.Equal(t, len(before)+1, len(after), "%s through %s: nothing of the refused job was stored", tc.name, through)
+			require.Equal(t, next.JobID, after[len(after)-1].JobID)
+			letters := dlq.deadLetters(30*time.Second, 1, func(d *record.DeadLetter) string {
+				if d.Job != nil && d.Job.JobID == id {
+					return id
+				}
+				return ""
+			})
+			require.Equal(t, record.ErrorType(tc.name), letters[id].ErrorType, tc.name)
+			st := status(id)
+			require.Equal(t, "FAILED", st["status"], "%s through %s: %v", tc.name, through, st)
+			hist := st["errorHistory"].([]any)
+			require.Equal(t, tc.name, hist[len(hist)-1].(map[string]any)["name"], "GET /v1/jobs/{id} names the refusal")
+		}
 	}
 
 	// A job of the placed model stamped before stored operations is merged
@@ -209,8 +263,8 @@ func TestLoadJobs(t *testing.T) {
 	for _, i := range place.Effective(pops) {
 		order = append(order, pops[i].Action.ID)
 	}
-	require.Equal(t, []string{"act-p1", "act-p2", "act-p3", "act-next-" + place.NameNonMonotonicTimestamps}, order)
-	require.Equal(t, int64(2), pops[len(pops)-3].Skip, "p3 and the next job's operation are superseded")
+	require.Equal(t, []string{"act-p1", "act-p2", "act-p3", "act-next-" + place.NameNonMonotonicTimestamps + "-2", "act-next-" + place.NameNonMonotonicTimestamps + "-3"}, order)
+	require.Equal(t, int64(3), pops[len(pops)-4].Skip, "p3 and the next jobs' operations are superseded")
 }
 
 // A load job's operations are held to their document type's signature
