@@ -86,8 +86,9 @@ func (e *Executor) announce(p *pending, jr oplog.JobResult, ops []oplog.Operatio
 	switch jr.Status {
 	case oplog.JobWriteReady:
 		if len(jr.Streams) == 0 {
-			// A load job whose operations were all stored already changed
-			// nothing: there is nothing for a projector to apply.
+			// A load job whose operations were all stored already, or a
+			// delete-branch job (a registry change only), wrote no stream:
+			// there is nothing for a projector to apply.
 			p.settled = true
 			p.out = p.out[:0]
 			return

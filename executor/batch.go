@@ -103,7 +103,7 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 	for _, p := range fresh {
 		e.expire(p, now)
 	}
-	docs := e.group(fresh)
+	docs, branchDocs := splitBranchDocs(e.group(fresh))
 	start = time.Now()
 	if err := e.load(ctx, docs, now); err != nil {
 		return err
@@ -122,6 +122,14 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 			reqs = append(reqs, *dw.req)
 			reqDocs = append(reqDocs, dw)
 		}
+	}
+	planned, err := e.reduceBranches(ctx, branchDocs, results, now)
+	if err != nil {
+		return err
+	}
+	for _, dw := range planned {
+		reqs = append(reqs, *dw.req)
+		reqDocs = append(reqDocs, dw)
 	}
 	for _, p := range bare {
 		reqs = append(reqs, reduce.Bare(p.reduceJob()))
@@ -198,7 +206,9 @@ func (e *Executor) gather(now time.Time) []*pending {
 				}
 				return false
 			}
-			single := p.alone || p.bare
+			// A branch job reads the branches as the document's earlier
+			// jobs leave them: it goes alone.
+			single := p.alone || p.bare || p.job.Kind.IsBranchKind()
 			if single && docs[doc] {
 				return false
 			}

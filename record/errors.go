@@ -69,6 +69,13 @@ const (
 	ErrExcessiveShuffle       ErrorType = "EXCESSIVE_SHUFFLE"
 	ErrMissingOperations      ErrorType = "MISSING_OPERATIONS"
 	ErrNonMonotonicTimestamps ErrorType = "NON_MONOTONIC_TIMESTAMPS"
+	// ErrBranchConflict: a promote found its target past the expected
+	// tip; nothing was written. ErrBranchExists: a fork named a branch the
+	// document has had. ErrBranchNotFound: a branch job named a branch
+	// without operations, or a deleted one.
+	ErrBranchConflict ErrorType = "BRANCH_CONFLICT"
+	ErrBranchExists   ErrorType = "BRANCH_EXISTS"
+	ErrBranchNotFound ErrorType = "BRANCH_NOT_FOUND"
 	// ErrUnclassified: a terminal error that fits no other type; its
 	// ErrorInfo name says more. A bug to classify, should it ever appear.
 	ErrUnclassified ErrorType = "UNCLASSIFIED"
@@ -82,7 +89,7 @@ func ErrorTypes() []ErrorType {
 		ErrDocumentDeleted, ErrDependencyFailed, ErrTimeout,
 		ErrConflictBudgetExhausted, ErrRetriesExhausted, ErrCancelled, ErrSignatureInvalid,
 		ErrHashMismatch, ErrExcessiveShuffle, ErrMissingOperations, ErrNonMonotonicTimestamps,
-		ErrUnclassified,
+		ErrBranchConflict, ErrBranchExists, ErrBranchNotFound, ErrUnclassified,
 	}
 }
 

@@ -67,6 +67,10 @@ type Job struct {
 	// SubmittedAtUtcMs is when the producer submitted the job, for latency
 	// metrics; 0 when unknown (the record timestamp is used then).
 	SubmittedAtUtcMs int64
+	// Fork and Promote are the fork and promote jobs' own fields
+	// (branchjob.go); nil for every other kind.
+	Fork    *Fork
+	Promote *Promote
 }
 
 // BranchOrDefault returns the job's branch, main when empty.
@@ -91,11 +95,11 @@ func (j *Job) validate(checkRaw bool) error {
 		return bad("jobId", ErrDecode, "%s", err)
 	}
 	switch j.Kind {
-	case KindCreate, KindMutate, KindDelete, KindLoad:
+	case KindCreate, KindMutate, KindDelete, KindLoad, KindFork, KindPromote, KindDeleteBranch:
 	case "":
 		return bad("kind", ErrDecode, "missing")
 	default:
-		return bad("kind", ErrDecode, "%q is not one of create, mutate, delete, load", j.Kind)
+		return bad("kind", ErrDecode, "%q is not one of create, mutate, delete, load, fork, promote, delete-branch", j.Kind)
 	}
 	for _, f := range []struct{ name, v string }{
 		{"documentId", j.DocumentID}, {"documentType", j.DocumentType}, {"branch", j.BranchOrDefault()},
@@ -103,6 +107,9 @@ func (j *Job) validate(checkRaw bool) error {
 		if err := checkName(f.v); err != "" {
 			return bad(f.name, ErrDecode, "%s", err)
 		}
+	}
+	if err := j.validateBranch(bad); err != nil {
+		return err
 	}
 	if j.Kind == KindMutate && len(j.Actions) == 0 {
 		return bad("actions", ErrInvalidAction, "a mutate job needs at least one action")
@@ -181,12 +188,19 @@ func (j *Job) AppendJSON(dst []byte) []byte {
 	if j.SubmittedAtUtcMs != 0 {
 		b = appendIntField(b, "submittedAtUtcMs", j.SubmittedAtUtcMs, false)
 	}
+	b = j.appendBranchJSON(b)
 	return append(b, '}')
 }
 
 // sizeHint estimates the encoded size so one allocation usually suffices.
 func (j *Job) sizeHint() int {
 	n := 192 + len(j.JobID) + len(j.DocumentID) + len(j.DocumentType) + len(j.Branch) + len(j.Meta) + 40*len(j.QueueHint)
+	if j.Fork != nil {
+		n += 48 + len(j.Fork.Branch) + 32*len(j.Fork.At)
+	}
+	if j.Promote != nil {
+		n += 48 + len(j.Promote.Onto) + 32*len(j.Promote.ExpectedTip)
+	}
 	for i := range j.Actions {
 		a := &j.Actions[i]
 		n += 80 + len(a.ID) + len(a.Type) + len(a.Scope) + len(a.Input) + len(a.Context)
@@ -242,6 +256,8 @@ type jobWire struct {
 	MaxRetries       *int                `json:"maxRetries"`
 	Meta             json.RawMessage     `json:"meta"`
 	SubmittedAtUtcMs int64               `json:"submittedAtUtcMs"`
+	Fork             *Fork               `json:"fork"`
+	Promote          *Promote            `json:"promote"`
 }
 
 type actionWire struct {
@@ -281,6 +297,8 @@ func parseJob(value []byte) (*Job, error) {
 		MaxRetries:       w.MaxRetries,
 		Meta:             jsonvalue.NullAsAbsent(w.Meta),
 		SubmittedAtUtcMs: w.SubmittedAtUtcMs,
+		Fork:             w.Fork,
+		Promote:          w.Promote,
 	}
 	if w.Branch != nil {
 		j.Branch = *w.Branch

@@ -159,6 +159,14 @@ func FailureType(info oplog.ErrorInfo) record.ErrorType {
 		return record.ErrRetriesExhausted
 	case NameCancelled:
 		return record.ErrCancelled
+	case NameBranchConflict:
+		return record.ErrBranchConflict
+	case NameBranchExists:
+		return record.ErrBranchExists
+	case NameBranchNotFound:
+		return record.ErrBranchNotFound
+	case NameInvalidForkPoint, NamePromoteUnsupported, NameBranchesUnsupported:
+		return record.ErrInvalidAction
 	case record.ErrorName:
 		return record.ErrDecode
 	case string(record.ErrSignatureInvalid): // the verifier names its refusals by their type
