@@ -324,6 +324,9 @@ func (b *branchJob) fork(ctx context.Context) (*branchPlan, error) {
 func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 	j := b.j
 	src, dst := j.BranchOrDefault(), j.Promote.Onto
+	if src == dst {
+		return nil, &reduce.PromoteUnsupportedError{DocumentID: j.DocumentID, Branch: src, Onto: dst, Reason: "a branch is not promoted onto itself"}
+	}
 	srcRef, _, srcTips, err := b.live(ctx, src, true)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,8 @@ func (k Kind) IsBranchKind() bool {
 
 // Fork is what a fork job creates.
 type Fork struct {
-	// Branch is the new branch's name.
+	// Branch is the new branch's name. Naming the source (or any branch
+	// the document has had) fails the job as BranchExists.
 	Branch string `json:"branch"`
 	// At is the fork point: per scope, how many of the source branch's
 	// operations the new branch starts with. A scope left out starts at
@@ -43,7 +44,8 @@ type Fork struct {
 
 // Promote is what a promote job rewrites.
 type Promote struct {
-	// Onto is the branch made equal to the job's branch.
+	// Onto is the branch made equal to the job's branch; the job's branch
+	// itself fails the job as PromoteUnsupported.
 	Onto string `json:"onto"`
 	// ExpectedTip is Onto's tip the producer saw: its revision per
 	// non-empty scope (a scope left out is expected empty). Required: a
@@ -72,13 +74,13 @@ func (j *Job) validateBranch(bad func(field string, t ErrorType, format string, 
 	if j.Kind != KindPromote && j.Promote != nil {
 		return bad("promote", ErrDecode, "only a promote job has one")
 	}
+	// A point's scope is any string: one the document does not have
+	// fails the job (a fork point past the tip, a tip that does not
+	// match), which is the executor's call, not the contract's.
 	points := func(field string, m map[string]int64) error {
 		for _, s := range slices.Sorted(maps.Keys(m)) {
-			if err := checkName(s); err != "" {
-				return bad(field+"."+strconv.Quote(s), ErrDecode, "scope %s", err)
-			}
 			if m[s] < 0 {
-				return bad(field+"."+s, ErrDecode, "negative (%d)", m[s])
+				return bad(field+"."+strconv.Quote(s), ErrDecode, "negative (%d)", m[s])
 			}
 		}
 		return nil
@@ -91,9 +93,6 @@ func (j *Job) validateBranch(bad func(field string, t ErrorType, format string, 
 		if err := checkName(j.Fork.Branch); err != "" {
 			return bad("fork.branch", ErrDecode, "%s", err)
 		}
-		if j.Fork.Branch == j.BranchOrDefault() {
-			return bad("fork.branch", ErrDecode, "%q is the branch forked from", j.Fork.Branch)
-		}
 		return points("fork.at", j.Fork.At)
 	case KindPromote:
 		if j.Promote == nil {
@@ -101,9 +100,6 @@ func (j *Job) validateBranch(bad func(field string, t ErrorType, format string, 
 		}
 		if err := checkName(j.Promote.Onto); err != "" {
 			return bad("promote.onto", ErrDecode, "%s", err)
-		}
-		if j.Promote.Onto == j.BranchOrDefault() {
-			return bad("promote.onto", ErrDecode, "%q is the branch promoted", j.Promote.Onto)
 		}
 		if j.Promote.ExpectedTip == nil {
 			return bad("promote.expectedTip", ErrDecode, "missing: a promote states the tip it expects ({} for an empty branch)")

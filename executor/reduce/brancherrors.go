@@ -75,7 +75,7 @@ type InvalidForkPointError struct {
 
 func (e *InvalidForkPointError) Name() string { return NameInvalidForkPoint }
 func (e *InvalidForkPointError) Error() string {
-	return fmt.Sprintf("fork of %s/%s at %s %d (tip %d): %s", e.DocumentID, e.Branch, e.Scope, e.At, e.Tip, e.Reason)
+	return fmt.Sprintf("fork of %s/%s at %q %d (tip %d): %s", e.DocumentID, e.Branch, e.Scope, e.At, e.Tip, e.Reason)
 }
 
 // PromoteUnsupportedError fails a promote the log cannot express with skip:
@@ -90,7 +90,10 @@ type PromoteUnsupportedError struct {
 
 func (e *PromoteUnsupportedError) Name() string { return NamePromoteUnsupported }
 func (e *PromoteUnsupportedError) Error() string {
-	return fmt.Sprintf("promote of %s/%s onto %s, scope %s: %s", e.DocumentID, e.Branch, e.Onto, e.Scope, e.Reason)
+	if e.Scope == "" {
+		return fmt.Sprintf("promote of %s/%s onto %s: %s", e.DocumentID, e.Branch, e.Onto, e.Reason)
+	}
+	return fmt.Sprintf("promote of %s/%s onto %s, scope %q: %s", e.DocumentID, e.Branch, e.Onto, e.Scope, e.Reason)
 }
 
 // BranchesUnsupportedError fails a branch job on a log without a registry.
@@ -109,7 +112,7 @@ func Points(m map[string]int64) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s: %d", s, m[s])
+		fmt.Fprintf(&b, "%q: %d", s, m[s])
 	}
 	b.WriteByte('}')
 	return b.String()
