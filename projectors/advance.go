@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -326,14 +327,38 @@ func (a *advancer) verifyFromStart(ctx context.Context, tx Tx, head Head, upTo i
 	if err != nil {
 		return nil, nil, err
 	}
-	empty := Head{Stream: head.Stream, DocumentType: head.DocumentType, LastIndex: -1}
-	ch, q, err := a.verify(ctx, tx, empty, nil, all)
-	if ch != nil {
-		// Only the operations past the stored head are new to the projector.
-		ch.From = head.LastIndex
-		ch.Operations = slices.DeleteFunc(ch.Operations, func(op oplog.Operation) bool { return op.Index <= head.LastIndex })
+	// The stream replays as a whole: an operation's skip reaches back over
+	// operations replayed before it, which a replay one operation at a
+	// time (verify's) cannot see. On a failure, the longest prefix that
+	// replays is what is verified, and the stream is quarantined after it.
+	replay := func(n int) (*model.StreamState, error) {
+		st := model.NewStreamState(head.Stream, head.DocumentType)
+		return st, a.reg.Replay(st, all[:n])
 	}
-	return ch, q, err
+	good := len(all)
+	st, failure := replay(good)
+	if failure != nil {
+		good = sort.Search(len(all), func(n int) bool { _, err := replay(n + 1); return err != nil })
+		if st, err = replay(good); err != nil {
+			return nil, nil, fmt.Errorf("replay the verified prefix of %s: %w", head.Stream, err)
+		}
+	}
+	var q *Quarantine
+	if failure != nil {
+		q = &Quarantine{Stream: head.Stream, Index: all[good].Index, ErrorName: errorName(failure), Reason: failure.Error()}
+	}
+	if int64(good) <= head.LastIndex+1 {
+		return nil, q, nil
+	}
+	empty := Head{Stream: head.Stream, DocumentType: head.DocumentType, LastIndex: -1}
+	ch, err := change(empty, st, all[:good])
+	if err != nil {
+		return nil, nil, err
+	}
+	// Only the operations past the stored head are new to the projector.
+	ch.From = head.LastIndex
+	ch.Operations = slices.DeleteFunc(ch.Operations, func(op oplog.Operation) bool { return op.Index <= head.LastIndex })
+	return ch, q, nil
 }
 
 func change(head Head, st *model.StreamState, ops []oplog.Operation) (*Change, error) {
