@@ -162,6 +162,9 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 	mux.Handle("DELETE /v1/documents/{id}", h.auth(httpapi.ScopeWrite, h.deleteDocument))
 	mux.Handle("POST /v1/documents/{id}/load", h.auth(httpapi.ScopeWrite, h.loadDocument))
 	mux.Handle("GET /v1/jobs/{id}", h.auth(httpapi.ScopeRead, h.jobStatus))
+	mux.Handle("POST /v1/documents/{id}/branches", h.auth(httpapi.ScopeWrite, h.forkBranch))
+	mux.Handle("POST /v1/documents/{id}/branches/{branch}/promote", h.auth(httpapi.ScopeWrite, h.promoteBranch))
+	mux.Handle("DELETE /v1/documents/{id}/branches/{branch}", h.auth(httpapi.ScopeWrite, h.deleteBranch))
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
@@ -329,16 +332,8 @@ func (h *Handler) createDocument(w http.ResponseWriter, r *http.Request) {
 // parameter (?documentType=); ingest keeps no state to look it up, and the
 // executor refuses a delete whose type is not the document's.
 func (h *Handler) deleteDocument(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	for name := range q {
-		if name != "documentType" && name != "branch" {
-			h.refuse(w, r, fieldError(http.StatusBadRequest, CodeInvalidField, name, "unknown query parameter (known: documentType, branch)"))
-			return
-		}
-	}
-	id, _, apiErr := jobID(r)
-	if apiErr != nil {
-		h.refuse(w, r, apiErr)
+	q, id, ok := h.deleteRequest(w, r, "documentType", "branch")
+	if !ok {
 		return
 	}
 	s := &submission{kind: record.KindDelete, nowMs: time.Now().UnixMilli(), documentID: r.PathValue("id"), documentType: q.Get("documentType")}

@@ -34,6 +34,9 @@ type submission struct {
 	meta       json.RawMessage
 	// operations are a load job's (kind load), raw.
 	operations []json.RawMessage
+	// fork and promote are a branch job's own fields (branches.go).
+	fork    *record.Fork
+	promote *record.Promote
 }
 
 // validator checks submissions against the model registry and the limits.
@@ -121,6 +124,8 @@ func (v *validator) build(s *submission, jobID string) (*record.Job, *APIError) 
 		MaxRetries:       s.maxRetries,
 		Meta:             jsonvalue.NullAsAbsent(s.meta),
 		SubmittedAtUtcMs: nowMs,
+		Fork:             s.fork,
+		Promote:          s.promote,
 	}
 	if s.branch != nil {
 		j.Branch = *s.branch
