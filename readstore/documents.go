@@ -67,6 +67,9 @@ func (h *Handler) getDocument(w http.ResponseWriter, r *http.Request) *APIError 
 	if err != nil {
 		return internal("read document "+key, err)
 	}
+	if apiErr := h.branchDeleted(r.Context(), doc.ID, branch); apiErr != nil {
+		return apiErr
+	}
 	body := documentBody{
 		ID: doc.ID, Branch: doc.Branch, DocumentType: doc.DocumentType, Name: doc.Name, Slug: doc.Slug,
 		Version: doc.Version, CreatedAtUtcMs: doc.CreatedAtUtcMs, LastModifiedUtcMs: doc.LastModifiedUtcMs,
@@ -237,6 +240,9 @@ func (h *Handler) relationships(w http.ResponseWriter, r *http.Request) *APIErro
 				Message: "id: the relationship index holds no document " + quote(rq.DocumentID) + " on branch " + rq.Branch}
 		}
 		return internal("read document "+rq.DocumentID, err)
+	}
+	if apiErr := h.branchDeleted(r.Context(), rq.DocumentID, rq.Branch); apiErr != nil {
+		return apiErr
 	}
 	rels, err := h.store.Relationships(r.Context(), rq)
 	if err != nil {

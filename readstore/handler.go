@@ -106,6 +106,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 	mux.Handle("GET /v1/documents/{id}/operations", h.auth(h.operations))
 	mux.Handle("GET /v1/documents/{id}/relationships", h.auth(h.relationships))
 	mux.Handle("GET /v1/documents/{id}/state", h.auth(h.stateAt))
+	mux.Handle("GET /v1/documents/{id}/branches", h.auth(h.branches))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

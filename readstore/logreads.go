@@ -40,6 +40,9 @@ func (h *Handler) logStream(r *http.Request, q query, scope string) (oplog.Strea
 		return k, 0, &APIError{Status: http.StatusNotFound, Code: CodeDocumentNotFound, Field: "id",
 			Message: "id: the log holds no document " + quote(k.DocumentID) + " on branch " + k.Branch}
 	}
+	if apiErr := h.branchDeleted(r.Context(), k.DocumentID, k.Branch); apiErr != nil {
+		return k, 0, apiErr
+	}
 	return k, revs.Revision[scope], nil
 }
 
