@@ -378,8 +378,11 @@ func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 		switch {
 		case S == o && T == bp:
 			continue // already equal
-		case S == o && (o == 0 || bp == 0):
-			return nil, unsupported("the target has operations the source lacks, and the source has none of this scope to re-append over them")
+		case S == o && (o <= 1 || bp <= 1):
+			// Re-applying the last shared operation would supersede the
+			// target's scope from its first operation, and a replay
+			// cannot rebuild a scope from before its first operation.
+			return nil, unsupported("the target moved and the source did not, and they share at most one operation of this scope: a skip cannot take the target back before its first operation")
 		case S == o:
 			// The target moved and the source did not: re-apply the
 			// source's last shared operation over the target's own.
