@@ -161,7 +161,7 @@ func newDocsCmd(g *globals) *cobra.Command {
 	}
 	rebuild.Flags().IntVar(&interval, "interval", model.DefaultKeyframeInterval, "a keyframe every this many revisions")
 
-	cmd.AddCommand(get, ops, validate, rebuild, newQuarantineCmd(g))
+	cmd.AddCommand(get, ops, validate, rebuild, newQuarantineCmd(g), newBranchCmd(g))
 	return cmd
 }
 

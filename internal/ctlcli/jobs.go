@@ -75,38 +75,7 @@ in the log until it is WRITE_READY or FAILED (exit 3 when FAILED).`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := g.withTimeout(cmd.Context())
-			defer cancel()
-			rec, err := record.NewJobRecord(g.topics().Jobs, job)
-			if err != nil {
-				return usageError{err}
-			}
-			cl, err := kafka.NewClient(g.kafka(), nil)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-				return fmt.Errorf("producing job %s: %w", job.JobID, err)
-			}
-			result := oplog.JobResult{JobID: job.JobID, DocumentID: job.DocumentID, Status: oplog.JobPending}
-			if wait > 0 {
-				if result, err = g.awaitJob(ctx, job.JobID, wait); err != nil {
-					return err
-				}
-			}
-			status := statusOf(result)
-			status.DocumentID = job.DocumentID
-			if err := g.render(status, func(t table.Writer) {
-				t.AppendHeader(table.Row{"job", "document", "status", "written", "consistency token", "error"})
-				t.AppendRow(table.Row{status.JobID, status.DocumentID, status.Status, written(status), status.ConsistencyToken, failure(status)})
-			}); err != nil {
-				return err
-			}
-			if result.Status == oplog.JobFailed {
-				return errProblemsFound
-			}
-			return nil
+			return g.submitJob(cmd.Context(), job, wait)
 		},
 	}
 	f := submit.Flags()
@@ -119,6 +88,43 @@ in the log until it is WRITE_READY or FAILED (exit 3 when FAILED).`,
 	f.StringVar(&key, "idempotency-key", "", "derive the job id from this key, so resubmitting is the same job")
 	f.DurationVar(&wait, "wait", 0, "wait this long for the job's result")
 	return submit
+}
+
+// submitJob produces a job to the jobs topic, waits for its result when
+// wait is set, and prints its status; a FAILED job exits 3.
+func (g *globals) submitJob(ctx context.Context, job *record.Job, wait time.Duration) error {
+	ctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	rec, err := record.NewJobRecord(g.topics().Jobs, job)
+	if err != nil {
+		return usageError{err}
+	}
+	cl, err := kafka.NewClient(g.kafka(), nil)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return fmt.Errorf("producing job %s: %w", job.JobID, err)
+	}
+	result := oplog.JobResult{JobID: job.JobID, DocumentID: job.DocumentID, Status: oplog.JobPending}
+	if wait > 0 {
+		if result, err = g.awaitJob(ctx, job.JobID, wait); err != nil {
+			return err
+		}
+	}
+	status := statusOf(result)
+	status.DocumentID = job.DocumentID
+	if err := g.render(status, func(t table.Writer) {
+		t.AppendHeader(table.Row{"job", "document", "status", "written", "consistency token", "error"})
+		t.AppendRow(table.Row{status.JobID, status.DocumentID, status.Status, written(status), status.ConsistencyToken, failure(status)})
+	}); err != nil {
+		return err
+	}
+	if result.Status == oplog.JobFailed {
+		return errProblemsFound
+	}
+	return nil
 }
 
 func buildJob(file, docID, docType, kind, branch, actions, key string, stdin io.Reader) (*record.Job, error) {
