@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	oplog "github.com/doclog/doclog/log"
-	"github.com/doclog/doclog/model"
-	"github.com/doclog/doclog/record"
 )
 
 // storedPage is how many operations loadStored reads per round trip.
@@ -73,25 +71,4 @@ func (e *Executor) readStream(ctx context.Context, k oplog.StreamKey, revision i
 		ops = append(ops, got...)
 	}
 	return ops, nil
-}
-
-// signedView is the job whose actions a signature check reads: a load job's
-// are its operations' actions, so a load stores no action its document
-// type's policy would refuse in an ordinary job. CREATE_DOCUMENT and
-// DELETE_DOCUMENT are left out: the executor writes them for create and
-// delete jobs, and no ordinary job carries them signed either.
-func signedView(j *record.Job) *record.Job {
-	if j.Kind != record.KindLoad {
-		return j
-	}
-	v := *j
-	v.Actions = make([]oplog.Action, 0, len(j.Operations))
-	for i := range j.Operations {
-		a := j.Operations[i].Action
-		if a.Type == model.ActionCreateDocument || a.Type == model.ActionDeleteDocument {
-			continue
-		}
-		v.Actions = append(v.Actions, a)
-	}
-	return &v
 }

@@ -22,7 +22,7 @@ func (e *Executor) verifySignatures(p *pending) {
 	if e.cfg.Signatures == nil || p.job == nil {
 		return
 	}
-	if err := e.cfg.Signatures.VerifyJob(signedView(p.job)); err != nil {
+	if err := e.cfg.Signatures.VerifyJob(p.job); err != nil {
 		p.fail = err
 		e.log.Info("job refused: signature invalid", zap.String("job_id", p.job.JobID),
 			zap.String("document_id", p.job.DocumentID), zap.Error(err))

@@ -33,6 +33,9 @@ func (h *Handler) checkSignatures(job *record.Job, s *submission) *APIError {
 	if !errors.As(err, &se) {
 		return fieldError(http.StatusBadRequest, CodeSignatureInvalid, "actions", "%s", err)
 	}
+	if se.Loaded {
+		return fieldError(http.StatusBadRequest, CodeSignatureInvalid, se.Field(), "signature %s: %s", se.Reason, se.Detail)
+	}
 	if se.Index < len(s.pre) {
 		field := "slug"
 		if s.pre[se.Index].Type == model.ActionSetName {

@@ -90,6 +90,19 @@ func TestSignaturesRefusedEarly(t *testing.T) {
 	requireRefused(t, post("/v1/documents", create), http.StatusBadRequest,
 		ingest.CodeSignatureInvalid, "actions[1].signature", "signature missing")
 
+	// A load's actions are its operations': another replica's unsigned
+	// CREATE_DOCUMENT passes, its unsigned patch is refused by position.
+	loadOp := func(n int, action map[string]any) map[string]any {
+		return map[string]any{"opId": "op-" + string(rune('0'+n)), "index": n, "skip": 0, "hash": "aGFzaA==", "action": action}
+	}
+	createAction := map[string]any{"id": "c0", "type": "CREATE_DOCUMENT", "scope": "document", "timestampUtcMs": 1764460799000,
+		"input": map[string]any{"documentType": jsondoc.DocumentType}}
+	load := map[string]any{"documentType": jsondoc.DocumentType, "operations": []any{loadOp(0, createAction), loadOp(1, good)}}
+	require.Equal(t, http.StatusServiceUnavailable, post("/v1/documents/doc-1/load", load).status, "a signed load reaches the producer")
+	load["operations"] = []any{loadOp(0, createAction), loadOp(1, good), loadOp(2, signedAction(t, nil, "a-8", 1764460800001))}
+	requireRefused(t, post("/v1/documents/doc-1/load", load), http.StatusBadRequest,
+		ingest.CodeSignatureInvalid, "operations[2].action.signature", "signature missing")
+
 	// A type with no policy: nothing is checked.
 	other := job(signedAction(t, nil, "a-6", 1))
 	other["documentType"] = "doclog/drive"

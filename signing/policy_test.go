@@ -87,6 +87,23 @@ func TestPolicies(t *testing.T) {
 	require.Equal(t, signing.Required, v.Policy("acme/strict"))
 	require.Equal(t, signing.Optional, v.Policy("acme/unlisted"))
 
+	// A load job's actions are its operations'; another replica's
+	// CREATE_DOCUMENT is the executor's, unsigned.
+	signed := b.job(t, "acme/strict", "signed", "unsigned")
+	load := &record.Job{JobID: signed.JobID, Kind: record.KindLoad, DocumentID: signed.DocumentID, DocumentType: "acme/strict",
+		Operations: []record.LoadOperation{
+			{OpID: "o0", Action: oplog.Action{ID: "c", Type: "CREATE_DOCUMENT", Scope: "document", Input: json.RawMessage(`{"documentType":"acme/strict"}`)}},
+			{OpID: "o1", Index: 0, Action: signed.Actions[0]},
+			{OpID: "o2", Index: 1, Action: signed.Actions[1]},
+		}}
+	err = v.VerifyJob(load)
+	var se *signing.Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, signing.ReasonMissing, se.Reason)
+	require.Equal(t, "operations[2].action.signature", se.Field())
+	load.Operations = load.Operations[:2]
+	require.NoError(t, v.VerifyJob(load))
+
 	var none *signing.Verifier
 	require.NoError(t, none.VerifyJob(b.job(t, "acme/strict", "bad")), "a nil verifier verifies nothing")
 	require.Equal(t, signing.Off, signing.Policies{}.For("acme/strict"), "the zero policies are off")

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
 )
 
@@ -43,8 +44,11 @@ const (
 
 // Error is a refused signature. Its Name is ErrorName whatever the Reason.
 type Error struct {
-	// Index is the action's position in its job's actions, ActionID its id.
+	// Index is the action's position in its job's actions, ActionID its id;
+	// for a load job, Loaded is set and Index is the position of the
+	// operation holding the action.
 	Index    int
+	Loaded   bool
 	ActionID string
 	Reason   Reason
 	// Detail says more, naming the key or algorithm.
@@ -61,6 +65,9 @@ func (e *Error) Error() string {
 // to a client: actions[2].signature, or one of its members.
 func (e *Error) Field() string {
 	f := "actions[" + strconv.Itoa(e.Index) + "]"
+	if e.Loaded {
+		f = "operations[" + strconv.Itoa(e.Index) + "].action"
+	}
 	switch e.Reason {
 	case ReasonMissing:
 		return f + ".signature"
@@ -118,20 +125,39 @@ func (v *Verifier) Policy(documentType string) Policy {
 }
 
 // VerifyJob checks every action the job carries under its document type's
-// policy and returns an *Error for the first refused one, or nil. The
-// system actions the executor writes itself (CREATE_DOCUMENT of a create
-// job, DELETE_DOCUMENT of a delete job) are not the producer's and are not
-// signed.
+// policy and returns an *Error for the first refused one, or nil. A load
+// job's actions are those of its operations. The system actions the
+// executor writes itself (CREATE_DOCUMENT of a create job, DELETE_DOCUMENT
+// of a delete job) are not the producer's and are not signed, nor are they
+// when another replica's load carries them.
 func (v *Verifier) VerifyJob(j *record.Job) error {
 	pol := v.Policy(j.DocumentType)
 	if pol == Off {
 		return nil
 	}
 	keys := v.keys.Load()
-	for i := range j.Actions {
-		s := Subject{DocumentID: j.DocumentID, DocumentType: j.DocumentType, Branch: j.BranchOrDefault(), Action: &j.Actions[i]}
+	check := func(i int, a *oplog.Action, loaded bool) error {
+		s := Subject{DocumentID: j.DocumentID, DocumentType: j.DocumentType, Branch: j.BranchOrDefault(), Action: a}
 		if err := verify(keys, pol, s); err != nil {
-			err.Index = i
+			err.Index, err.Loaded = i, loaded
+			return err
+		}
+		return nil
+	}
+	if j.Kind == record.KindLoad {
+		for i := range j.Operations {
+			a := &j.Operations[i].Action
+			if a.Type == model.ActionCreateDocument || a.Type == model.ActionDeleteDocument {
+				continue
+			}
+			if err := check(i, a, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := range j.Actions {
+		if err := check(i, &j.Actions[i], false); err != nil {
 			return err
 		}
 	}
