@@ -17,24 +17,27 @@ import schemathesis
 #
 # 400 invalid_parameter on cursor: a cursor is opaque; only one this API
 #   returned is valid.
-# 413: the limits on actions per job, an action's input and the encoded job
-#   record are configured per deployment (docs/ingest.md).
+# 413: the limits on actions per job, an action's input, the encoded job
+#   record and a request's body are configured per deployment
+#   (docs/ingest.md); a load job's operations, each an action with its
+#   origin's ids and hash, reach the body's limit long before their count's.
 # 422: a document type, its actions, their scopes and their inputs are the
 #   model registry's, which is not part of the document; and action ids
 #   must be unique within a job, which JSON Schema cannot say of a property.
+#   A load job's operations carry their actions under operations[i].action.
 #
 # A consistency token is base64url-encoded JSON, which a string schema cannot
 # describe either; rather than allow its refusal, before_call sends a valid
 # token in place of every generated one.
 ALLOWED = {
     400: {"invalid_parameter": re.compile(r"^cursor$")},
-    413: {"too_many_actions": None, "input_too_large": None, "record_too_large": None},
+    413: {"too_many_actions": None, "input_too_large": None, "record_too_large": None, "body_too_large": None},
     422: {
         "unknown_document_type": re.compile(r"^documentType$"),
-        "unknown_action": re.compile(r"^actions\[\d+\]\.type$"),
-        "invalid_scope": re.compile(r"^actions\[\d+\]\.scope$"),
-        "invalid_input": re.compile(r"^actions\[\d+\]\.input(\..+)?$"),
-        "invalid_field": re.compile(r"^actions\[\d+\]\.id$"),
+        "unknown_action": re.compile(r"^(actions\[\d+\]|operations\[\d+\]\.action)\.type$"),
+        "invalid_scope": re.compile(r"^(actions\[\d+\]|operations\[\d+\]\.action)\.scope$"),
+        "invalid_input": re.compile(r"^(actions\[\d+\]|operations\[\d+\]\.action)\.input(\..+)?$"),
+        "invalid_field": re.compile(r"^(actions\[\d+\]|operations\[\d+\]\.action)\.id$"),
     },
 }
 
