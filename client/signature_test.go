@@ -53,5 +53,5 @@ func TestSignatureReadsBack(t *testing.T) {
 	require.NoError(t, err)
 	read := oplog.Action{ID: op.Action.ID, Type: op.Action.Type, Scope: op.Action.Scope, TimestampUtcMs: op.Action.TimestampUtcMs, Input: op.Action.Input,
 		Signature: &oplog.Signature{KeyID: op.Action.Signature.KeyID, Algorithm: op.Action.Signature.Algorithm, Value: op.Action.Signature.Value}}
-	require.NoError(t, signing.Verify(keys, signing.Required, signing.Subject{DocumentID: op.DocumentID, DocumentType: op.DocumentType, Branch: op.Branch, Action: &read}))
+	require.NoError(t, signing.Verify(keys, signing.Required, signing.Subject{DocumentID: op.DocumentID, DocumentType: op.DocumentType, Action: &read}))
 }

@@ -66,7 +66,7 @@ func (s *signedStack) action(t *testing.T, docID, sign string) map[string]any {
 	s.counter++
 	a := oplog.Action{ID: uuid.NewString(), Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal,
 		TimestampUtcMs: time.Now().UnixMilli(), Input: json.RawMessage(`{"n":` + strconv.Itoa(s.counter) + `}`)}
-	subject := signing.Subject{DocumentID: docID, DocumentType: jsondoc.DocumentType, Branch: oplog.DefaultBranch, Action: &a}
+	subject := signing.Subject{DocumentID: docID, DocumentType: jsondoc.DocumentType, Action: &a}
 	var sig *oplog.Signature
 	var err error
 	switch sign {
@@ -213,6 +213,6 @@ func (s *signedStack) refusal(t *testing.T, doc, sign, field, reason string) {
 		require.True(t, ok, id)
 		want := sent["signature"].(map[string]any)
 		require.Equal(t, &oplog.Signature{KeyID: want["keyId"].(string), Algorithm: want["algorithm"].(string), Value: want["value"].(string)}, op.Action.Signature)
-		require.NoError(t, signing.Verify(keys, signing.Required, signing.Subject{DocumentID: doc, DocumentType: op.DocumentType, Branch: op.Branch, Action: &op.Action}))
+		require.NoError(t, signing.Verify(keys, signing.Required, signing.Subject{DocumentID: doc, DocumentType: op.DocumentType, Action: &op.Action}))
 	}
 }

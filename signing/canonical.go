@@ -26,26 +26,27 @@ const Purpose = "doclog.action-signature.v1"
 // form; an action carrying one is refused rather than signed ambiguously.
 const maxSafeInteger = 1<<53 - 1
 
-// Subject is what a signature binds: an action of a job and the document it
-// is applied to.
+// Subject is what a signature binds: an action and the document it is
+// applied to. Not the branch: a document's branches share operations (a
+// fork copies the prefix, a promote re-appends a branch's operations onto
+// its target), and a stored operation's signature must verify on every
+// branch the log holds it on.
 type Subject struct {
 	DocumentID   string
 	DocumentType string
-	// Branch is the job's branch, main when empty.
-	Branch string
-	Action *oplog.Action
+	Action       *oplog.Action
 }
 
 // Canonical returns the bytes an action's signature is made over: the
 // RFC 8785 canonical JSON of
 //
 //	{"action":{"id":…,"input":…,"scope":…,"timestampUtcMs":…,"type":…},
-//	 "branch":…,"documentId":…,"documentType":…,"purpose":"doclog.action-signature.v1"}
+//	 "documentId":…,"documentType":…,"purpose":"doclog.action-signature.v1"}
 //
 // where input is the action's input as a JSON value (null when the action
-// has none) and branch is main when the job names none. The action's context
-// and its signature are left out: context is the producer's metadata, which
-// no reducer reads and which relays may add to.
+// has none). The action's context and its signature are left out: context
+// is the producer's metadata, which no reducer reads and which relays may
+// add to.
 func Canonical(s Subject) ([]byte, error) {
 	a := s.Action
 	if a.TimestampUtcMs < 0 || a.TimestampUtcMs > maxSafeInteger {
@@ -62,15 +63,10 @@ func Canonical(s Subject) ([]byte, error) {
 			return nil, err
 		}
 	}
-	branch := s.Branch
-	if branch == "" {
-		branch = oplog.DefaultBranch
-	}
 	b, err := model.Canonical(map[string]any{
 		"purpose":      Purpose,
 		"documentId":   s.DocumentID,
 		"documentType": s.DocumentType,
-		"branch":       branch,
 		"action": map[string]any{
 			"id":             a.ID,
 			"type":           a.Type,

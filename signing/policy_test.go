@@ -33,7 +33,7 @@ func (b *policyBundle) job(t *testing.T, documentType string, which ...string) *
 	j := &record.Job{JobID: "01938f1e-7c2a-7b3e-9d4f-5a6b7c8d9e0f", Kind: record.KindMutate, DocumentID: "d1", DocumentType: documentType}
 	for i, w := range which {
 		a := oplog.Action{ID: "a" + string(rune('0'+i)), Type: "SET", Scope: "global", TimestampUtcMs: 1764460800000, Input: json.RawMessage(`{"n":1}`)}
-		s := signing.Subject{DocumentID: j.DocumentID, DocumentType: documentType, Branch: j.BranchOrDefault(), Action: &a}
+		s := signing.Subject{DocumentID: j.DocumentID, DocumentType: documentType, Action: &a}
 		switch w {
 		case "signed", "bad":
 			sig, err := signing.Sign(s, "k1", b.priv)

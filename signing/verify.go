@@ -137,7 +137,7 @@ func (v *Verifier) VerifyJob(j *record.Job) error {
 	}
 	keys := v.keys.Load()
 	check := func(i int, a *oplog.Action, loaded bool) error {
-		s := Subject{DocumentID: j.DocumentID, DocumentType: j.DocumentType, Branch: j.BranchOrDefault(), Action: a}
+		s := Subject{DocumentID: j.DocumentID, DocumentType: j.DocumentType, Action: a}
 		if err := verify(keys, pol, s); err != nil {
 			err.Index, err.Loaded = i, loaded
 			return err
@@ -209,7 +209,7 @@ func verify(keys *KeySet, pol Policy, s Subject) *Error {
 		return refuse(ReasonUnsignable, "%v", err)
 	}
 	if !ed25519.Verify(key.Public, msg, raw) {
-		return refuse(ReasonMismatch, "key %q did not sign this action of document %s (%s, branch %s)", sig.KeyID, s.DocumentID, s.DocumentType, s.Branch)
+		return refuse(ReasonMismatch, "key %q did not sign this action of document %s (%s)", sig.KeyID, s.DocumentID, s.DocumentType)
 	}
 	return nil
 }

@@ -96,12 +96,11 @@ def canonical(v):
     raise TypeError(type(v))
 
 
-def signed_form(doc_id, doc_type, branch, action):
+def signed_form(doc_id, doc_type, action):
     return {
         "purpose": PURPOSE,
         "documentId": doc_id,
         "documentType": doc_type,
-        "branch": branch or "main",
         "action": {
             "id": action["id"],
             "type": action["type"],
@@ -124,7 +123,7 @@ CASES = [
                    "timestampUtcMs": 1764460800000, "input": {"memo": "tea", "amount": 12}},
     },
     {
-        "name": "no input, no branch, a context left out",
+        "name": "no input, a context left out",
         "seed": bytes([0x9d] * 32),
         "keyId": "editor@example.org",
         "documentId": "note-1",
@@ -152,7 +151,7 @@ def main():
     vectors = []
     for c in CASES:
         key = nacl.signing.SigningKey(c["seed"])
-        form = canonical(signed_form(c["documentId"], c["documentType"], c.get("branch"), c["action"]))
+        form = canonical(signed_form(c["documentId"], c["documentType"], c["action"]))
         msg = form.encode("utf-8")
         sig = key.sign(msg).signature
         key.verify_key.verify(msg, sig)
@@ -174,7 +173,7 @@ def main():
         v["signature"] = action["signature"]["value"]
         vectors.append(v)
     out = {
-        "description": "Signed actions (doclog.action-signature.v1): for each vector, the Ed25519 key pair from its seed (RFC 8032), the canonical form of the action (RFC 8785 canonical JSON, UTF-8; canonicalBase64 holds its exact bytes) and its signature. Made by gen_vectors.py with libsodium; the signing package's tests reproduce every byte.",
+        "description": "Signed actions (doclog.action-signature.v1): for each vector, the Ed25519 key pair from its seed (RFC 8032), the canonical form of the action (RFC 8785 canonical JSON, UTF-8; canonicalBase64 holds its exact bytes) and its signature. branch, where given, is the branch of the job carrying the action, which the signature does not cover. Made by gen_vectors.py with libsodium; the signing package's tests reproduce every byte.",
         "purpose": PURPOSE,
         "vectors": vectors,
     }
