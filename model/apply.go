@@ -45,7 +45,7 @@ func (r *Registry) Apply(doc, target *StreamState, a *oplog.Action) (Applied, er
 	if target.Stream.Scope == oplog.ScopeDocument {
 		return r.applyDocumentAction(target, a, 0, true, where)
 	}
-	if doc == nil || doc.Revision == 0 {
+	if doc == nil || doc.empty() {
 		return Applied{}, &DocumentNotFound{At: where}
 	}
 	if at, deleted := deletedAt(doc); deleted {
@@ -102,7 +102,7 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 	}
 	state := st.State
 	switch {
-	case st.Revision == 0:
+	case st.empty():
 		state = m.InitialState(st.Stream.Scope)
 	case st.Version < version:
 		path, err := r.UpgradePath(st.DocumentType, st.Version, version)

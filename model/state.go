@@ -41,6 +41,11 @@ func NewStreamState(stream oplog.StreamKey, documentType string) *StreamState {
 	return &StreamState{Stream: stream, DocumentType: documentType}
 }
 
+// empty reports that no operation is in effect on the stream: none was
+// applied, or a skip superseded every one (the revision counts them all, so
+// the hash, "" until an operation is in effect, is what tells).
+func (s *StreamState) empty() bool { return s.Revision == 0 || s.Hash == "" }
+
 // Poisoned reports that a reducer failed on this state after it may have
 // changed it. A poisoned state must be dropped; Apply refuses it.
 func (s *StreamState) Poisoned() bool { return s.poisoned }

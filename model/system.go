@@ -315,13 +315,13 @@ func deletedAt(doc *StreamState) (int64, bool) {
 // first applied.
 func (r *Registry) applyDocument(st *StreamState, a *oplog.Action, input any, replayVersion int) (any, int, error) {
 	if a.Type == ActionCreateDocument {
-		if st.Revision > 0 {
+		if !st.empty() {
 			return nil, 0, &DocumentExists{}
 		}
 		return r.createDocument(st, a, input.(*CreateDocumentInput), replayVersion)
 	}
 	m, _ := st.State.(map[string]any)
-	if st.Revision == 0 || m == nil {
+	if st.empty() || m == nil {
 		return nil, 0, &DocumentNotFound{}
 	}
 	if at, deleted := deletedAt(st); deleted {

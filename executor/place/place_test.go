@@ -346,3 +346,19 @@ func TestKeyOrder(t *testing.T) {
 	require.Equal(t, -1, place.Key{TimestampUtcMs: 2, OpID: "a"}.Compare(place.Key{TimestampUtcMs: 2, OpID: "b"}))
 	require.Equal(t, 0, place.Key{TimestampUtcMs: 2, OpID: "a"}.Compare(place.Key{TimestampUtcMs: 2, OpID: "a"}))
 }
+
+// A merge that supersedes the stream from index 0 re-derives from the empty
+// state, and a replay of the stream (which then starts from nothing in
+// effect, at a revision above 0) reproduces every hash.
+func TestLoadSupersedingTheWholeStream(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t)
+	first := place.Incoming{OpID: "op-first", Index: 0, Hash: "unchecked", Action: oplog.Action{ID: "first", Type: jsondoc.ActionMergePatch,
+		Scope: oplog.ScopeGlobal, TimestampUtcMs: -1, Input: json.RawMessage(`{"first":true}`)}}
+	p, err := r.load([]place.Incoming{first}, 10)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), p.Base)
+	require.Equal(t, int64(1), p.Skip)
+	require.Equal(t, map[string]any{"first": true, "log": []any{}}, r.head.State)
+	r.verify()
+}
