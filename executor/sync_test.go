@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -294,4 +296,112 @@ func TestLoadJobSignatures(t *testing.T) {
 	require.Len(t, ops, 1)
 	require.Equal(t, "op-g1", ops[0].OpID)
 	require.NotNil(t, ops[0].Action.Signature)
+}
+
+// TestLoadConvergence is the property on the real stack: two replicas, each
+// its own log schema, topics and executor, receive the same operations made
+// on two to four origins through load jobs produced as raw records, each
+// origin's operations in its own order but cut into segments, sometimes
+// resent, and interleaved differently on each replica. Every load commits,
+// and for each of the 40 documents both replicas end with the state and
+// hash of all the operations applied in (timestamp, opId) order, and streams
+// whose replay reproduces every stored hash.
+func TestLoadConvergence(t *testing.T) {
+	t.Parallel()
+	const cases = 40
+	rng := rand.New(rand.NewPCG(7, 11))
+	var (
+		docs    []string
+		chains  [][][]map[string]any // per case, per origin, the load operations
+		expects []string             // per case, the expected head hash
+		lasts   []string
+	)
+	for c := range cases {
+		doc := fmt.Sprintf("conv-%02d", c)
+		docs = append(docs, doc)
+		var all []oplog.Action
+		var byOrigin [][]map[string]any
+		for o := range 2 + rng.IntN(3) {
+			var acts []oplog.Action
+			var ops []map[string]any
+			ts := int64(rng.IntN(5))
+			for k := range 1 + rng.IntN(4) {
+				a := mark(fmt.Sprintf("c%02d-o%d-%d", c, o, k), ts)
+				acts = append(acts, a)
+				ops = append(ops, rawOp("op-"+a.ID, int64(k), 0, hashAfter(t, acts...), a))
+				ts += 1 + int64(rng.IntN(3))
+			}
+			all = append(all, acts...)
+			byOrigin = append(byOrigin, ops)
+		}
+		slices.SortFunc(all, func(a, b oplog.Action) int {
+			return place.Key{TimestampUtcMs: a.TimestampUtcMs, OpID: "op-" + a.ID}.Compare(place.Key{TimestampUtcMs: b.TimestampUtcMs, OpID: "op-" + b.ID})
+		})
+		chains = append(chains, byOrigin)
+		expects = append(expects, hashAfter(t, all...))
+		lasts = append(lasts, all[len(all)-1].ID[len("act-"):])
+	}
+	// deliveries cuts every origin's operations into segments and
+	// interleaves them, per document.
+	deliveries := func(rng *rand.Rand, c int) [][]map[string]any {
+		chain := chains[c]
+		next := make([]int, len(chain))
+		var out [][]map[string]any
+		for {
+			var open []int
+			for o := range chain {
+				if next[o] < len(chain[o]) {
+					open = append(open, o)
+				}
+			}
+			if len(open) == 0 {
+				return out
+			}
+			o := open[rng.IntN(len(open))]
+			from := next[o] - rng.IntN(next[o]+1)
+			to := next[o] + 1 + rng.IntN(len(chain[o])-next[o])
+			out = append(out, chain[o][from:to])
+			next[o] = to
+		}
+	}
+	type replica struct {
+		b   *bundle
+		ids []string
+	}
+	var replicas []*replica
+	for r := range 2 {
+		b := setup(t, 2)
+		b.start(b.config())
+		rep := &replica{b: b}
+		var creates []*record.Job
+		for _, doc := range docs {
+			creates = append(creates, createJob(doc, jsondoc.DocumentType))
+		}
+		b.submit(creates...)
+		order := rand.New(rand.NewPCG(uint64(r)+100, 5))
+		var recs []*kgo.Record
+		for c, doc := range docs {
+			for _, seg := range deliveries(order, c) {
+				id := uuid.NewString()
+				rep.ids = append(rep.ids, id)
+				recs = append(recs, &kgo.Record{Topic: b.kenv.Names.Jobs, Key: []byte(doc), Value: rawLoad(id, doc, jsondoc.DocumentType, seg...)})
+			}
+		}
+		b.produce(recs...)
+		replicas = append(replicas, rep)
+	}
+	for r, rep := range replicas {
+		res := rep.b.waitResults(rep.ids, 60*time.Second)
+		for _, id := range rep.ids {
+			require.Equal(t, oplog.JobWriteReady, res[id].Status, "replica %d job %s: %+v", r, id, res[id].ErrorHistory)
+		}
+		for c, doc := range docs {
+			k := oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+			ops := rep.b.readAll(k)
+			st, err := rep.b.reg.ReplayStream(k, jsondoc.DocumentType, ops)
+			require.NoError(t, err, "replica %d %s: a replay reproduces every stored hash", r, doc)
+			require.Equal(t, expects[c], st.Hash, "replica %d %s: the state of every operation in key order", r, doc)
+			require.Equal(t, lasts[c], st.State.(map[string]any)["last"])
+		}
+	}
 }
