@@ -21,21 +21,30 @@ func Stored(built []oplog.Operation, res *oplog.AppendResult) []oplog.Operation 
 	return NewCommitted(res).Stored(built)
 }
 
-// Committed is an append result with its rows indexed by operation id, so
-// that each of the result's jobs finds its rows without a pass over all of
-// them.
+// rowKey names a stored row: a placement may store an operation id again at
+// a new index, even twice in one request, so the id alone does not.
+type rowKey struct {
+	opID   string
+	stream oplog.StreamKey
+	index  int64
+}
+
+// Committed is an append result with its rows indexed by operation (id,
+// stream and index), so that each of the result's jobs finds its rows
+// without a pass over all of them.
 type Committed struct {
 	res  *oplog.AppendResult
-	rows map[string]*oplog.Operation
+	rows map[rowKey]*oplog.Operation
 }
 
 // NewCommitted indexes res.
 func NewCommitted(res *oplog.AppendResult) *Committed {
 	c := &Committed{res: res}
 	if !res.Replayed {
-		c.rows = make(map[string]*oplog.Operation, len(res.Operations))
+		c.rows = make(map[rowKey]*oplog.Operation, len(res.Operations))
 		for i := range res.Operations {
-			c.rows[res.Operations[i].OpID] = &res.Operations[i]
+			op := &res.Operations[i]
+			c.rows[rowKey{op.OpID, op.Stream(), op.Index}] = op
 		}
 	}
 	return c
@@ -48,7 +57,7 @@ func (c *Committed) Stored(built []oplog.Operation) []oplog.Operation {
 	}
 	out := slices.Clone(built)
 	for i := range out {
-		if row := c.rows[out[i].OpID]; row != nil {
+		if row := c.rows[rowKey{out[i].OpID, out[i].Stream(), out[i].Index}]; row != nil {
 			out[i].Ordinal, out[i].TxID, out[i].WrittenAt = row.Ordinal, row.TxID, row.WrittenAt
 		}
 	}
