@@ -18,8 +18,12 @@ import (
 
 // placed reports whether a job's operations are placed by timestamp.
 func (r *Reducer) placed(j *Job) bool {
-	if j.Kind == record.KindLoad {
+	switch j.Kind {
+	case record.KindLoad:
 		return true
+	case record.KindCreate, record.KindMutate, record.KindDelete:
+	default:
+		return false // other kinds are no placement's
 	}
 	m, err := r.Registry.Latest(j.DocumentType)
 	return err == nil && model.PlacesByTimestamp(m)
