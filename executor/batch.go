@@ -104,6 +104,9 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 		e.expire(p, now)
 	}
 	docs, branchDocs := splitBranchDocs(e.group(fresh))
+	if err := e.refuseDeletedBranches(ctx, docs, now); err != nil {
+		return err
+	}
 	start = time.Now()
 	if err := e.load(ctx, docs, now); err != nil {
 		return err

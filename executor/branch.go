@@ -480,3 +480,44 @@ func nonZero(m map[string]int64) map[string]int64 {
 	}
 	return out
 }
+
+// refuseDeletedBranches fails the ordinary jobs that write a deleted
+// branch: reads of it answer not found, so a write to it would be lost to
+// every reader; its name is not reused either. main is never deleted, so
+// only the other branches cost a registry read. A failed read retries the
+// document's jobs later.
+func (e *Executor) refuseDeletedBranches(ctx context.Context, docs []*docWork, now time.Time) error {
+	reg, ok := e.cfg.Store.(branchRegistry)
+	if !ok {
+		return nil
+	}
+	type key struct{ doc, branch string }
+	deleted := map[key]bool{}
+	for _, dw := range docs {
+		for _, p := range dw.jobs {
+			k := key{dw.id, p.job.BranchOrDefault()}
+			if p.fail != nil || k.branch == oplog.DefaultBranch {
+				continue
+			}
+			gone, seen := deleted[k]
+			if !seen {
+				c, cancel := context.WithTimeout(ctx, e.cfg.StoreTimeout)
+				ref, has, err := reg.Branch(c, k.doc, k.branch)
+				cancel()
+				if err != nil {
+					dw.failed = true
+					if err := e.retryLater(ctx, dw.jobs, fmt.Errorf("read branch %s of %s: %w", k.branch, k.doc, err), now); err != nil {
+						return err
+					}
+					break
+				}
+				gone = has && ref.Deleted
+				deleted[k] = gone
+			}
+			if gone {
+				p.fail = &reduce.BranchNotFoundError{DocumentID: k.doc, Branch: k.branch, Deleted: true}
+			}
+		}
+	}
+	return nil
+}

@@ -134,8 +134,8 @@ func TestBranchJobs(t *testing.T) {
 	require.Zero(t, after[4].Skip)
 	require.Equal(t, b.branchState(doc, "draft"), b.branchState(doc, oplog.DefaultBranch))
 
-	// Delete; then the deleted branch refuses a fork of its name and
-	// another delete.
+	// Delete; then the deleted branch refuses a fork of its name, another
+	// delete and a write.
 	del := &record.Job{JobID: uuid.NewString(), Kind: record.KindDeleteBranch, DocumentID: doc, DocumentType: jsondoc.DocumentType, Branch: "draft", Actions: []oplog.Action{}}
 	b.submit(del)
 	jr = b.waitResults([]string{del.JobID}, 30*time.Second)[del.JobID]
@@ -149,9 +149,14 @@ func TestBranchJobs(t *testing.T) {
 	refork := forkJob(doc, oplog.DefaultBranch, "draft", nil)
 	redelete := &record.Job{JobID: uuid.NewString(), Kind: record.KindDeleteBranch, DocumentID: doc, DocumentType: jsondoc.DocumentType, Branch: "draft", Actions: []oplog.Action{}}
 	badPoint := forkJob(doc, oplog.DefaultBranch, "late", map[string]int64{oplog.ScopeGlobal: 99})
-	b.submit(refork, redelete, badPoint)
-	res = b.waitResults([]string{refork.JobID, redelete.JobID, badPoint.JobID}, 30*time.Second)
-	for id, name := range map[string]string{refork.JobID: "BranchExists", redelete.JobID: "BranchNotFound", badPoint.JobID: "InvalidForkPoint"} {
+	writeDeleted := onBranch(patchJob(doc, 40), "draft")
+	writeMain := patchJob(doc, 41)
+	b.submit(refork, redelete, badPoint, writeDeleted, writeMain)
+	res = b.waitResults([]string{refork.JobID, redelete.JobID, badPoint.JobID, writeDeleted.JobID, writeMain.JobID}, 30*time.Second)
+	require.Equal(t, oplog.JobWriteReady, res[writeMain.JobID].Status, "main goes on")
+	require.Len(t, b.readAll(draftGlobal), 4, "nothing written to the deleted branch")
+	for id, name := range map[string]string{refork.JobID: "BranchExists", redelete.JobID: "BranchNotFound", badPoint.JobID: "InvalidForkPoint",
+		writeDeleted.JobID: "BranchNotFound"} {
 		require.Equal(t, oplog.JobFailed, res[id].Status)
 		require.Equal(t, name, res[id].ErrorHistory[len(res[id].ErrorHistory)-1].Name)
 	}
