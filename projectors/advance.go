@@ -259,30 +259,9 @@ func (a *advancer) verify(ctx context.Context, tx Tx, head Head, cached *model.S
 		}
 	}
 	good := len(ops)
-	var (
-		failure error
-		initial *model.StreamState // st before ops, for a skip within them
-	)
+	var failure error
 	for i := range ops {
-		if ops[i].Skip > 0 && ops[i].Index-ops[i].Skip >= ops[0].Index {
-			initial = st.Clone()
-			break
-		}
-	}
-	for i := range ops {
-		var err error
-		if initial != nil && ops[i].Skip > 0 && ops[i].Index-ops[i].Skip >= ops[0].Index {
-			// A skip that supersedes operations of this batch: one
-			// operation at a time cannot resolve it (the replay would start
-			// after them), so the batch so far is replayed from its start.
-			again := initial.Clone()
-			if err = a.reg.Replay(again, ops[:i+1]); err == nil {
-				st = again
-			}
-		} else {
-			err = a.reg.Replay(st, ops[i:i+1])
-		}
-		if err != nil {
+		if err := a.reg.Replay(st, ops[i:i+1]); err != nil {
 			var sb *model.SkipBeforeStart
 			if errors.As(err, &sb) {
 				// The skip reaches before the stored head: rebuild the
