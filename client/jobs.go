@@ -38,6 +38,9 @@ type JobStatus struct {
 	Coordinates []Coordinate `json:"coordinates,omitempty"`
 	// ErrorHistory is set when the job FAILED.
 	ErrorHistory []ErrorInfo `json:"errorHistory,omitempty"`
+	// Load is what a load job's placement did in each stream, set once it
+	// is WRITE_READY; nil for any other job.
+	Load *LoadResult `json:"load,omitempty"`
 	// CompletedAt is when the result was stored; nil while PENDING.
 	CompletedAt *time.Time `json:"completedAt,omitempty"`
 }
@@ -58,6 +61,30 @@ type StreamRange struct {
 	Stream    StreamKey `json:"stream"`
 	FromIndex int64     `json:"fromIndex"`
 	ToIndex   int64     `json:"toIndex"`
+}
+
+// LoadResult is what a load job's placement did, per stream its operations
+// name, the document scope first.
+type LoadResult struct {
+	Streams []LoadStream `json:"streams"`
+}
+
+// LoadStream counts what a load did in one stream. Stored, Replayed and
+// Superseded add up to the load's operations of the stream.
+type LoadStream struct {
+	Stream StreamKey `json:"stream"`
+	// Stored is how many of the load's operations were written.
+	Stored int64 `json:"stored"`
+	// Replayed is how many the stream already held: not written again.
+	Replayed int64 `json:"replayed"`
+	// Superseded is how many the origin's own skips superseded within the
+	// load: not placed.
+	Superseded int64 `json:"superseded"`
+	// Reshuffled is how many stored operations a merge re-appended after
+	// the head, merged with the new ones; 0 for an append.
+	Reshuffled int64 `json:"reshuffled"`
+	// Skip is the skip of the merge's first operation; 0 for an append.
+	Skip int64 `json:"skip"`
 }
 
 // Coordinate is the index of the last operation a job wrote in a stream.

@@ -37,6 +37,23 @@ func TestWaitJobPollsUntilAResult(t *testing.T) {
 	}
 }
 
+// A load job's status carries what its placement did, per stream.
+func TestGetJobOfALoad(t *testing.T) {
+	t.Parallel()
+	s := newScripted(t, reply{status: 200, body: `{"jobId":"` + jobID + `","status":"WRITE_READY","documentId":"d-1",
+"consistencyToken":"eyJjb29yZGluYXRlcyI6W119","coordinates":[{"documentId":"d-1","scope":"global","branch":"main","index":3}],
+"streams":[{"stream":{"documentId":"d-1","scope":"global","branch":"main"},"fromIndex":2,"toIndex":3}],
+"load":{"streams":[{"stream":{"documentId":"d-1","scope":"global","branch":"main"},"stored":1,"replayed":2,"superseded":0,"reshuffled":1,"skip":1}]},
+"completedAt":"2026-12-01T18:00:00Z"}`})
+	c := newTestClient(t, s.srv.URL, client.Config{WriteToken: "w", ReadToken: "r"})
+	st, err := c.GetJob(context.Background(), jobID)
+	require.NoError(t, err)
+	require.Equal(t, &client.LoadResult{Streams: []client.LoadStream{{
+		Stream: client.StreamKey{DocumentID: "d-1", Scope: "global", Branch: "main"},
+		Stored: 1, Replayed: 2, Reshuffled: 1, Skip: 1,
+	}}}, st.Load)
+}
+
 func TestWaitJobFailed(t *testing.T) {
 	t.Parallel()
 	s := newScripted(t, reply{status: 200, body: `{"jobId":"` + jobID + `","status":"FAILED","documentId":"d-1",

@@ -100,7 +100,8 @@ func lastError(jr oplog.JobResult) string {
 
 // Load jobs on the real stack: a load that continues the head is appended
 // with its hashes checked; a backdated one is merged by timestamp and the
-// tail it supersedes re-appended with a skip; each refusal (HASH_MISMATCH,
+// tail it supersedes re-appended with a skip; each result counts, per
+// stream, what was stored, replayed and reshuffled; each refusal (HASH_MISMATCH,
 // EXCESSIVE_SHUFFLE, MISSING_OPERATIONS, and NON_MONOTONIC_TIMESTAMPS for a
 // model placed by timestamp), produced as raw JSON with a plain Kafka
 // client, fails its job with that name, stores nothing, dead-letters it
@@ -138,6 +139,8 @@ func TestLoadJobs(t *testing.T) {
 	require.NoError(t, err, "a replay reproduces every stored hash")
 	require.Equal(t, "a2", st.State.(map[string]any)["last"])
 	require.Equal(t, []oplog.StreamRange{{Stream: global, FromIndex: 2, ToIndex: 3}}, jr.Streams)
+	require.Equal(t, &oplog.LoadSummary{Streams: []oplog.LoadStream{{Stream: global, Stored: 1, Reshuffled: 1, Skip: 1}}}, jr.Load,
+		"b1 stored, a2 reshuffled after it, skip 1")
 
 	// Loading the same operation again is a replay: nothing is written.
 	again := uuid.NewString()
@@ -145,7 +148,26 @@ func TestLoadJobs(t *testing.T) {
 	jr = b.waitResults([]string{again}, 30*time.Second)[again]
 	require.Equal(t, oplog.JobWriteReady, jr.Status)
 	require.Empty(t, jr.Streams)
+	require.Equal(t, &oplog.LoadSummary{Streams: []oplog.LoadStream{{Stream: global, Replayed: 1}}}, jr.Load)
 	require.Len(t, b.readAll(global), 4)
+
+	// A load continuing the head, carrying the stream's last operation
+	// (a replay) before a new one, appends the new one and moves nothing.
+	ops = b.readAll(global)
+	last := ops[len(ops)-1]
+	c2 := mark("c2", 40)
+	appendLoad := uuid.NewString()
+	b.produceRaw(doc, rawLoad(appendLoad, doc, jsondoc.DocumentType,
+		rawOp(last.OpID, last.Index, last.Skip, last.Hash, last.Action),
+		rawOp("op-c2", last.Index+1, 0, hashAfter(t, mark("a1", 10), b1, mark("a2", 30), c2), c2)))
+	jr = b.waitResults([]string{appendLoad}, 30*time.Second)[appendLoad]
+	require.Equal(t, oplog.JobWriteReady, jr.Status, "%+v", jr.ErrorHistory)
+	require.Equal(t, []oplog.StreamRange{{Stream: global, FromIndex: 4, ToIndex: 4}}, jr.Streams)
+	require.Equal(t, &oplog.LoadSummary{Streams: []oplog.LoadStream{{Stream: global, Stored: 1, Replayed: 1}}}, jr.Load)
+	ops = b.readAll(global)
+	require.Len(t, ops, 5)
+	require.Equal(t, "op-c2", ops[4].OpID)
+	require.Zero(t, ops[4].Skip)
 
 	c1 := mark("c1", 100000)
 	placedDoc := "doc-placed"
@@ -216,6 +238,12 @@ func TestLoadJobs(t *testing.T) {
 		return out
 	}
 
+	// GET /v1/jobs/{id} reports the reshuffle's load as it was stored.
+	stream := map[string]any{"documentId": doc, "scope": oplog.ScopeGlobal, "branch": oplog.DefaultBranch}
+	require.Equal(t, map[string]any{"streams": []any{map[string]any{"stream": stream,
+		"stored": float64(1), "replayed": float64(0), "superseded": float64(0), "reshuffled": float64(1), "skip": float64(1)}}},
+		status(reshuffle)["load"])
+
 	for _, tc := range refusals {
 		for _, through := range []string{"a raw record", "ingest"} {
 			before := b.readAll(tc.stream)
@@ -257,6 +285,7 @@ func TestLoadJobs(t *testing.T) {
 	b.submit(backdated)
 	jr = b.waitResults([]string{backdated.JobID}, 30*time.Second)[backdated.JobID]
 	require.Equal(t, oplog.JobWriteReady, jr.Status, "%+v", jr.ErrorHistory)
+	require.Nil(t, jr.Load, "an ordinary job placed by timestamp is no load")
 	pk := oplog.StreamKey{DocumentID: placedDoc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
 	pops := b.readAll(pk)
 	st, err = b.reg.ReplayStream(pk, placedType, pops)

@@ -25,7 +25,12 @@ type JobStatus struct {
 	ConsistencyToken string              `json:"consistencyToken,omitempty"`
 	Coordinates      *[]oplog.Coordinate `json:"coordinates,omitempty"`
 	ErrorHistory     *[]oplog.ErrorInfo  `json:"errorHistory,omitempty"`
-	CompletedAt      *time.Time          `json:"completedAt,omitempty"`
+	// Load is what a WRITE_READY load job's placement did in each stream:
+	// how many of its operations were stored, were replays or were
+	// superseded by the origin's own skips, and how many stored operations
+	// a merge reshuffled, with its skip. Absent for any other job.
+	Load        *oplog.LoadSummary `json:"load,omitempty"`
+	CompletedAt *time.Time         `json:"completedAt,omitempty"`
 }
 
 // parseWait reads ?wait= (httpapi.ParseWait), capped at max; 0 when absent.
@@ -105,6 +110,7 @@ func StatusOf(res *oplog.JobResult) JobStatus {
 	switch res.Status {
 	case oplog.JobWriteReady:
 		body.Streams = res.Streams
+		body.Load = res.Load
 		coords := res.Token.Coordinates
 		if coords == nil {
 			coords = []oplog.Coordinate{}

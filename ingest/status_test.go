@@ -214,6 +214,55 @@ func TestJobStatusFromTheStore(t *testing.T) {
 	require.Equal(t, "FAILED", body["status"], "a failed job is never read ready")
 }
 
+// A load job's status carries what its placement did, per stream, as the
+// store keeps it with the result; an ordinary job's carries no load.
+func TestLoadJobStatusFromTheStore(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	h := newHandler(t, ingest.Config{}, ingest.Deps{Producer: failingProducer{}, Results: store})
+
+	const doc = "doc-load-status"
+	global := oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	docScope := oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeDocument, Branch: oplog.DefaultBranch}
+	job := newV7(t)
+	var ops []oplog.Operation
+	for i := range 3 {
+		ops = append(ops, oplog.Operation{
+			OpID: model.OpID(job, i), JobID: job, DocumentID: doc, DocumentType: "doclog/json",
+			Scope: global.Scope, Branch: global.Branch, Index: int64(i), Skip: int64(min(i, 1)), Hash: "h", TimestampUtcMs: 1764460800000, Version: 1,
+			Action: oplog.Action{ID: ingest.ActionID(job, i), Type: "MERGE_PATCH", Scope: global.Scope, TimestampUtcMs: 1764460800000, Input: []byte(`{}`)},
+		})
+	}
+	load := &oplog.LoadSummary{Streams: []oplog.LoadStream{
+		{Stream: docScope, Replayed: 1},
+		{Stream: global, Stored: 2, Replayed: 1, Superseded: 1, Reshuffled: 1, Skip: 1},
+	}}
+	res, err := store.Append(testCtx(t), []oplog.AppendRequest{{
+		DocumentID: doc, DocumentType: "doclog/json",
+		Jobs:    []oplog.JobOutcome{{JobID: job, Status: oplog.JobWriteReady, Load: load}},
+		Streams: []oplog.StreamAppend{{Stream: docScope}, {Stream: global, Operations: ops}},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+
+	code, body := status(t, h, "/v1/jobs/"+job)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "WRITE_READY", body["status"])
+	stream := func(k oplog.StreamKey) map[string]any {
+		return map[string]any{"documentId": k.DocumentID, "scope": k.Scope, "branch": k.Branch}
+	}
+	require.Equal(t, map[string]any{"streams": []any{
+		map[string]any{"stream": stream(docScope), "stored": float64(0), "replayed": float64(1), "superseded": float64(0), "reshuffled": float64(0), "skip": float64(0)},
+		map[string]any{"stream": stream(global), "stored": float64(2), "replayed": float64(1), "superseded": float64(1), "reshuffled": float64(1), "skip": float64(1)},
+	}}, body["load"])
+
+	ordinary := newV7(t)
+	writeReady(t, store, ordinary, "doc-load-status-2")
+	_, body = status(t, h, "/v1/jobs/"+ordinary)
+	require.Equal(t, "WRITE_READY", body["status"])
+	require.NotContains(t, body, "load", "an ordinary job has no load")
+}
+
 type readReadiness struct {
 	mu      sync.Mutex
 	reached bool

@@ -173,6 +173,40 @@ type JobOutcome struct {
 	JobID        string      `json:"jobId"`
 	Status       JobStatus   `json:"status"`
 	ErrorHistory []ErrorInfo `json:"errorHistory,omitempty"`
+	// Load is what a WriteReady load job's placement did, stored with its
+	// result; nil for any other job.
+	Load *LoadSummary `json:"load,omitempty"`
+}
+
+// LoadSummary is what a load job's placement did, one entry per stream its
+// operations name, in the order they were placed (the document scope
+// first). It counts rather than lists operation ids, so a result stays
+// small however large the load.
+type LoadSummary struct {
+	Streams []LoadStream `json:"streams"`
+}
+
+// LoadStream counts what a load's placement did in one stream. Stored,
+// Replayed and Superseded add up to the load's operations of the stream.
+type LoadStream struct {
+	Stream StreamKey `json:"stream"`
+	// Stored is how many of the load's operations were written, appended
+	// at the head or merged by timestamp.
+	Stored int64 `json:"stored"`
+	// Replayed is how many the stream already held (same opId): not
+	// written again.
+	Replayed int64 `json:"replayed"`
+	// Superseded is how many the origin's own skips superseded within the
+	// load: not placed.
+	Superseded int64 `json:"superseded"`
+	// Reshuffled is how many stored operations a merge superseded and
+	// re-appended after the head, merged with the new ones; 0 for an
+	// append.
+	Reshuffled int64 `json:"reshuffled"`
+	// Skip is the skip of the first operation a merge appended (the
+	// revision before the load minus the index of the first operation it
+	// superseded); 0 for an append or a load of replays only.
+	Skip int64 `json:"skip"`
 }
 
 // JobResult is the stored result of a job: written once, in the transaction
@@ -184,7 +218,10 @@ type JobResult struct {
 	Streams      []StreamRange    `json:"streams,omitempty"`
 	Token        ConsistencyToken `json:"consistencyToken"`
 	ErrorHistory []ErrorInfo      `json:"errorHistory,omitempty"`
-	CreatedAt    time.Time        `json:"createdAt,omitzero"`
+	// Load is what a WRITE_READY load job's placement did; nil for any
+	// other job, and for a load job stored before results carried it.
+	Load      *LoadSummary `json:"load,omitempty"`
+	CreatedAt time.Time    `json:"createdAt,omitzero"`
 }
 
 // Keyframe is a stream's state after the operation at Index (inclusive),

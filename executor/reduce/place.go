@@ -92,8 +92,9 @@ type placeGroup struct {
 // the document scope first; an ordinary job's document-scope actions at the
 // head in their turn and each other scope's actions together where the
 // scope first appears. It changes work only through copies it records in
-// backups, as the action path does.
-func (r *Reducer) place(d *docRun, p *Job, work, backups map[oplog.StreamKey]*model.StreamState) ([]oplog.Operation, error) {
+// backups, as the action path does. For a load job it also returns what the
+// placement did in each stream, which the job's result keeps.
+func (r *Reducer) place(d *docRun, p *Job, work, backups map[oplog.StreamKey]*model.StreamState) ([]oplog.Operation, *oplog.LoadSummary, error) {
 	branch := p.BranchOrDefault()
 	docKey := oplog.StreamKey{DocumentID: d.doc.ID, Scope: oplog.ScopeDocument, Branch: branch}
 	var groups []*placeGroup
@@ -132,12 +133,18 @@ func (r *Reducer) place(d *docRun, p *Job, work, backups map[oplog.StreamKey]*mo
 			}
 		}
 	}
-	var ops []oplog.Operation
+	var (
+		ops  []oplog.Operation
+		load *oplog.LoadSummary
+	)
+	if p.Kind == record.KindLoad {
+		load = &oplog.LoadSummary{Streams: []oplog.LoadStream{}}
+	}
 	built := map[oplog.StreamKey][]oplog.Operation{} // this job's, so far
 	for _, g := range groups {
 		head := work[g.key]
 		if head == nil {
-			return nil, &model.InvalidInput{Reason: fmt.Sprintf("scope %q was not loaded", g.key.Scope)}
+			return nil, nil, &model.InvalidInput{Reason: fmt.Sprintf("scope %q was not loaded", g.key.Scope)}
 		}
 		if _, ok := backups[g.key]; !ok {
 			backups[g.key] = head
@@ -145,6 +152,7 @@ func (r *Reducer) place(d *docRun, p *Job, work, backups map[oplog.StreamKey]*mo
 		var (
 			out  []oplog.Operation
 			next *model.StreamState
+			plan *place.Plan
 			err  error
 		)
 		if g.action >= 0 {
@@ -158,10 +166,13 @@ func (r *Reducer) place(d *docRun, p *Job, work, backups map[oplog.StreamKey]*mo
 			}
 		} else {
 			prior := append(slices.Clone(d.doc.Stored[g.key]), d.ops[g.key]...)
-			out, next, err = r.placeStream(g, head, work[docKey], append(prior, built[g.key]...), d.doc.Stored[g.key] != nil, p.Kind == record.KindLoad)
+			out, next, plan, err = r.placeStream(g, head, work[docKey], append(prior, built[g.key]...), d.doc.Stored[g.key] != nil, p.Kind == record.KindLoad)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if load != nil && plan != nil {
+			load.Streams = append(load.Streams, loadStream(plan))
 		}
 		work[g.key] = next
 		for i := range out {
@@ -181,19 +192,34 @@ func (r *Reducer) place(d *docRun, p *Job, work, backups map[oplog.StreamKey]*mo
 		}
 	}
 	if len(sorted) != len(ops) {
-		return nil, &model.InvalidInput{Reason: "the job writes a stream that was not loaded"}
+		return nil, nil, &model.InvalidInput{Reason: "the job writes a stream that was not loaded"}
 	}
-	return sorted, nil
+	return sorted, load, nil
+}
+
+// loadStream counts what a load's plan does in its stream: the tail holds
+// the new operations and the stored ones moved, so the new ones are what
+// the tail holds beyond the moved.
+func loadStream(plan *place.Plan) oplog.LoadStream {
+	return oplog.LoadStream{
+		Stream:     plan.Stream,
+		Stored:     int64(len(plan.Tail) - plan.Moved),
+		Replayed:   int64(len(plan.Replays)),
+		Superseded: int64(len(plan.Superseded)),
+		Reshuffled: int64(plan.Moved),
+		Skip:       plan.Skip,
+	}
 }
 
 // placeStream plans and derives one stream's group. stored is the stream
-// from index 0 as this job finds it; loaded says the executor read it.
-func (r *Reducer) placeStream(g *placeGroup, head, doc *model.StreamState, stored []oplog.Operation, loaded, load bool) ([]oplog.Operation, *model.StreamState, error) {
+// from index 0 as this job finds it; loaded says the executor read it. It
+// returns the plan too, for the load's summary.
+func (r *Reducer) placeStream(g *placeGroup, head, doc *model.StreamState, stored []oplog.Operation, loaded, load bool) ([]oplog.Operation, *model.StreamState, *place.Plan, error) {
 	if !loaded && head.Revision > 0 {
-		return nil, nil, &model.InvalidInput{Reason: fmt.Sprintf("the operations of %s were not loaded", g.key)}
+		return nil, nil, nil, &model.InvalidInput{Reason: fmt.Sprintf("the operations of %s were not loaded", g.key)}
 	}
 	if int64(len(stored)) != head.Revision {
-		return nil, nil, fmt.Errorf("place in %s: %d operations loaded, the head is at revision %d", g.key, len(stored), head.Revision)
+		return nil, nil, nil, fmt.Errorf("place in %s: %d operations loaded, the head is at revision %d", g.key, len(stored), head.Revision)
 	}
 	var (
 		plan *place.Plan
@@ -205,10 +231,11 @@ func (r *Reducer) placeStream(g *placeGroup, head, doc *model.StreamState, store
 		plan, err = place.Ordinary(g.key, stored, g.in, r.maxSkip())
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(plan.Tail) == 0 {
-		return nil, head, nil
+		return nil, head, plan, nil
 	}
-	return place.Derive(r.Registry, doc, head, stored, plan)
+	out, next, err := place.Derive(r.Registry, doc, head, stored, plan)
+	return out, next, plan, err
 }

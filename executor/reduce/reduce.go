@@ -206,10 +206,13 @@ jobs:
 		actions := Actions(*p)
 		backups := map[oplog.StreamKey]*model.StreamState{}
 		ops := make([]oplog.Operation, 0, len(actions))
-		var applyErr error
+		var (
+			applyErr error
+			load     *oplog.LoadSummary
+		)
 		placed := r.placed(p)
 		if placed {
-			ops, applyErr = r.place(d, p, work, backups)
+			ops, load, applyErr = r.place(d, p, work, backups)
 		}
 		for i := 0; !placed && i < len(actions); i++ {
 			a := &actions[i]
@@ -263,7 +266,7 @@ jobs:
 		}
 		d.res.Verdicts[n] = Verdict{Kind: Applied, Ops: ops, Checked: true}
 		d.settled = append(d.settled, p)
-		d.outcomes = append(d.outcomes, oplog.JobOutcome{JobID: p.JobID, Status: oplog.JobWriteReady})
+		d.outcomes = append(d.outcomes, oplog.JobOutcome{JobID: p.JobID, Status: oplog.JobWriteReady, Load: load})
 		d.wrote[p.JobID] = true
 	}
 	if len(d.outcomes) > 0 {

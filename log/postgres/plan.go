@@ -135,8 +135,22 @@ func planRequest(pos int, req *oplog.AppendRequest) (*plan, error) {
 	p.jobJSON = make([][3]string, len(req.Jobs))
 	for i, j := range req.Jobs {
 		r := oplog.JobResult{JobID: j.JobID, DocumentID: req.DocumentID, Status: j.Status, ErrorHistory: j.ErrorHistory}
+		if j.Load != nil && j.Status != oplog.JobWriteReady {
+			return nil, invalid("job %s carries a load summary but the request fails it", j.JobID)
+		}
+		if j.Load != nil {
+			for _, ls := range j.Load.Streams {
+				if ls.Stream.DocumentID != req.DocumentID {
+					return nil, invalid("load summary of job %s names stream %s of another document", j.JobID, ls.Stream)
+				}
+				if ls.Stored < 0 || ls.Replayed < 0 || ls.Superseded < 0 || ls.Reshuffled < 0 || ls.Skip < 0 {
+					return nil, invalid("load summary of job %s has a negative count for stream %s", j.JobID, ls.Stream)
+				}
+			}
+		}
 		if j.Status == oplog.JobWriteReady {
 			r.Streams = ranges[j.JobID]
+			r.Load = j.Load
 			r.Token.Coordinates = make([]oplog.Coordinate, len(r.Streams))
 			for k, rg := range r.Streams {
 				r.Token.Coordinates[k] = oplog.Coordinate{DocumentID: rg.Stream.DocumentID, Scope: rg.Stream.Scope, Branch: rg.Stream.Branch, Index: rg.ToIndex}
@@ -152,15 +166,29 @@ func planRequest(pos int, req *oplog.AppendRequest) (*plan, error) {
 	return p, nil
 }
 
+// storedToken is the JSON of the jobs table's token column: the result's
+// consistency token and, for a load job, its load summary. The summary rides
+// in this column rather than one of its own because it is an object every
+// reader decodes into a struct, so a reader that predates the member
+// ignores it and no migration is needed; the streams column is an array of
+// ranges, which has no place for a stream the load only replayed.
+type storedToken struct {
+	Coordinates []oplog.Coordinate `json:"coordinates"`
+	Load        *oplog.LoadSummary `json:"load,omitempty"`
+}
+
 func encodeJobJSON(r *oplog.JobResult) ([3]string, error) {
 	var out [3]string
 	streams := r.Streams
 	if streams == nil {
 		streams = []oplog.StreamRange{}
 	}
-	coords := r.Token
+	coords := storedToken{Coordinates: r.Token.Coordinates, Load: r.Load}
 	if coords.Coordinates == nil {
 		coords.Coordinates = []oplog.Coordinate{}
+	}
+	if coords.Load != nil && coords.Load.Streams == nil {
+		coords.Load = &oplog.LoadSummary{Streams: []oplog.LoadStream{}}
 	}
 	errs := r.ErrorHistory
 	if errs == nil {

@@ -24,10 +24,7 @@ import (
 // batch, and a benchmark's fresh schema spent whole runs in it.
 func TestPlansSurviveGrowth(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name      string
-		threshold int
-	}{{"insert", 0}, {"copy", 1}} {
+	for _, tc := range writePaths {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -38,6 +38,14 @@ func newPool(t testing.TB, migrate bool) *pgxpool.Pool {
 	return pool
 }
 
+// writePaths are the two ways a batch is written, each forced for every
+// batch by its copy threshold: the one-round-trip guarded insert and the
+// copy path (copy.go).
+var writePaths = []struct {
+	name      string
+	threshold int
+}{{"insert", 0}, {"copy", 1}}
+
 // TestConformance runs the log's conformance suite against both ways a
 // batch is written: the one-round-trip guarded insert and the copy path
 // (copy.go), each forced for every batch, while other work keeps the
@@ -45,10 +53,7 @@ func newPool(t testing.TB, migrate bool) *pgxpool.Pool {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	clusterLoad(t, nil)
-	for _, c := range []struct {
-		name      string
-		threshold int
-	}{{"insert", 0}, {"copy", 1}} {
+	for _, c := range writePaths {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			logtest.Run(t, logtest.Harness{

@@ -346,9 +346,11 @@ FROM jobs WHERE job_id = ANY($1::text[])`, pgx.QueryExecModeExec, jobIDs)
 			return nil, fmt.Errorf("reading job results: %w", err)
 		}
 		r.Status = oplog.JobStatus(status)
-		if err := decodeJSONColumns(r.JobID, streams, &r.Streams, token, &r.Token, errs, &r.ErrorHistory); err != nil {
+		var tok storedToken
+		if err := decodeJSONColumns(r.JobID, streams, &r.Streams, token, &tok, errs, &r.ErrorHistory); err != nil {
 			return nil, err
 		}
+		r.Token.Coordinates, r.Load = tok.Coordinates, tok.Load
 		out[r.JobID] = r
 	}
 	if err := rows.Err(); err != nil {
