@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/doclog/doclog/internal/backoff"
 )
 
 // The kinds of a change (Change.Kind, Change.Kinds, ChangesQuery.Kinds).
@@ -183,7 +185,7 @@ func (f *Feed) reconnectDelay(err error, failures int) time.Duration {
 	if e := AsAPIError(err); e != nil && e.RetryAfter > 0 {
 		return e.RetryAfter
 	}
-	return backoff(f.c.cfg.BaseDelay, f.c.cfg.MaxDelay, failures)
+	return backoff.Exponential(f.c.cfg.BaseDelay, f.c.cfg.MaxDelay, failures)
 }
 
 func (f *Feed) request() request {

@@ -11,11 +11,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The package imports the standard library and google/uuid only, so a
-// program importing it builds none of doclog's server code.
+// The package imports the standard library, google/uuid and doclog's
+// retry delays (internal/backoff, itself of the standard library only), so
+// a program importing it builds none of doclog's server code.
 func TestImportsNoServerCode(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("*.go")
+	const delays = "github.com/doclog/doclog/internal/backoff"
+	checked := checkImports(t, ".", func(path string) bool {
+		return stdlib(path) || path == "github.com/google/uuid" || path == delays
+	})
+	require.Positive(t, checked)
+	require.Positive(t, checkImports(t, filepath.Join("..", "internal", "backoff"), stdlib))
+}
+
+func stdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// checkImports holds the imports of dir's non-test files to allowed and
+// returns how many files it read.
+func checkImports(t *testing.T, dir string, allowed func(string) bool) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	require.NoError(t, err)
 	checked := 0
 	for _, f := range files {
@@ -26,11 +44,9 @@ func TestImportsNoServerCode(t *testing.T) {
 		require.NoError(t, err)
 		for _, imp := range parsed.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			first, _, _ := strings.Cut(path, "/")
-			allowed := !strings.Contains(first, ".") || path == "github.com/google/uuid"
-			require.True(t, allowed, "%s imports %s", f, path)
+			require.True(t, allowed(path), "%s imports %s", f, path)
 		}
 		checked++
 	}
-	require.Positive(t, checked)
+	return checked
 }

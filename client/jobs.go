@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/doclog/doclog/internal/backoff"
 )
 
 // Job statuses, as JobStatus.Status reports them. A status never regresses.
@@ -156,7 +158,7 @@ func (c *Client) WaitJob(ctx context.Context, jobID string) (*JobStatus, error) 
 			// is polled again at once.
 			if time.Since(start) < min(wait/2, time.Second) {
 				early++
-				if err := sleep(ctx, backoff(c.cfg.BaseDelay, c.cfg.MaxDelay, early)); err != nil {
+				if err := sleep(ctx, backoff.Exponential(c.cfg.BaseDelay, c.cfg.MaxDelay, early)); err != nil {
 					return st, err
 				}
 			} else {

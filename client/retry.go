@@ -3,11 +3,12 @@ package client
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/doclog/doclog/internal/backoff"
 )
 
 // retryableStatus reports whether an answer is worth sending the request
@@ -24,24 +25,6 @@ func retryableStatus(e *APIError) bool {
 		return e.Code != CodeConsistencyTimeout
 	}
 	return false
-}
-
-// backoff is the delay before retry number n (1 for the first retry):
-// base doubled n-1 times, capped at max, drawn from the upper half so that
-// clients failing together do not retry together.
-func backoff(base, max time.Duration, n int) time.Duration {
-	d := base
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	if d <= 1 {
-		return d
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
 }
 
 // retryAfter parses a Retry-After header: seconds, or an HTTP date. Zero
@@ -88,7 +71,7 @@ func (c *Client) delayFor(err error, retry int) time.Duration {
 	if e := AsAPIError(err); e != nil && e.RetryAfter > 0 {
 		return e.RetryAfter
 	}
-	return backoff(c.cfg.BaseDelay, c.cfg.MaxDelay, retry)
+	return backoff.Exponential(c.cfg.BaseDelay, c.cfg.MaxDelay, retry)
 }
 
 // retryable reports whether a failed attempt may be sent again: any

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/internal/backoff"
 )
 
 func TestBackoffDoublesWithinBounds(t *testing.T) {
@@ -13,12 +15,12 @@ func TestBackoffDoublesWithinBounds(t *testing.T) {
 	base, max := 100*time.Millisecond, time.Second
 	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 40: time.Second} {
 		for range 50 {
-			d := backoff(base, max, n)
+			d := backoff.Exponential(base, max, n)
 			require.GreaterOrEqual(t, d, want/2, "retry %d", n)
 			require.LessOrEqual(t, d, want, "retry %d", n)
 		}
 	}
-	require.Zero(t, backoff(0, 0, 3))
+	require.Zero(t, backoff.Exponential(0, 0, 3))
 }
 
 func TestRetryAfter(t *testing.T) {
