@@ -3,7 +3,8 @@
 // in-process (Embedded), measured from the outside.
 //
 // W1 is Documents documents of doclog/json receiving MERGE_PATCH actions on
-// their global scope, ActionsPerDocument per round, for Duration. In mode
+// their global scope, ActionsPerDocument per round, for Duration, or as a
+// fixed workload: Rounds rounds per document, or Operations in all. In mode
 // single every job carries one action and a document's next job is
 // submitted once the previous one was acknowledged (all documents at once);
 // in mode batch every job carries ActionsPerDocument actions. Jobs go
@@ -80,9 +81,21 @@ type Config struct {
 	// ActionsPerDocument is K: the actions of a round per document, and the
 	// actions of one job in mode batch. Default 50.
 	ActionsPerDocument int
-	// Duration is how long jobs are submitted. Default 30s; shorter runs
-	// measure start-up and drain more than the steady state.
+	// Duration is how long jobs are submitted. Default 30s, unless Rounds
+	// or Operations fixes the workload instead; shorter runs measure
+	// start-up and drain more than the steady state.
 	Duration time.Duration
+	// Rounds fixes the workload: every document receives Rounds rounds of
+	// ActionsPerDocument actions (in mode single Rounds×K jobs of one
+	// action, in mode batch Rounds jobs of K) and stops. The reference
+	// reactor's comparison is W1 at one round: 200 × 50 = 10,000
+	// operations. Excludes Duration and Operations.
+	Rounds int
+	// Operations fixes the workload at this many operations over all
+	// documents, job i going to document i mod Documents; in mode batch
+	// it must be a multiple of ActionsPerDocument. Excludes Duration and
+	// Rounds.
+	Operations int
 	// Rate, in operations per second over all documents, turns the open
 	// loop on. Zero: closed loop.
 	Rate float64
@@ -137,8 +150,12 @@ type Config struct {
 type Progress struct {
 	// Phase is "setup", "submit", "drain", "legs", "statistics", "baseline" or "done".
 	Phase string
-	// Elapsed and Total are the submission time so far and Duration.
+	// Elapsed and Total are the submission time so far and Duration (zero
+	// for a fixed workload).
 	Elapsed, Total time.Duration
+	// Jobs is the jobs a fixed workload submits in all, zero when the run
+	// lasts Duration.
+	Jobs int
 	// Submitted, WriteReady and ReadReady count jobs; WriteReady and
 	// ReadReady are known only while draining (-1 before).
 	Submitted, WriteReady, ReadReady int
@@ -150,7 +167,9 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.Via, ViaHTTP)
 	setDefault(&c.Documents, DefaultDocuments)
 	setDefault(&c.ActionsPerDocument, DefaultActions)
-	setDefault(&c.Duration, DefaultDuration)
+	if c.Rounds == 0 && c.Operations == 0 {
+		setDefault(&c.Duration, DefaultDuration)
+	}
 	setDefault(&c.Drain, DefaultDrain)
 	setDefault(&c.SampleInterval, DefaultSampleInterval)
 	setDefault(&c.BaselineChunk, DefaultBaselineChunk)
@@ -184,8 +203,22 @@ func (c Config) Validate() error {
 	if c.ActionsPerDocument < 1 || c.ActionsPerDocument > 100 {
 		errs = append(errs, fmt.Errorf("the actions per document must be 1 to 100 (ingest's limit per job), not %d", c.ActionsPerDocument))
 	}
-	if c.Duration <= 0 || c.Drain <= 0 || c.SampleInterval <= 0 {
-		errs = append(errs, errors.New("the duration, drain and sample interval must be positive"))
+	if c.Rounds < 0 || c.Operations < 0 {
+		errs = append(errs, errors.New("the rounds and operations must not be negative"))
+	}
+	switch fixed := c.Rounds > 0 || c.Operations > 0; {
+	case c.Rounds > 0 && c.Operations > 0:
+		errs = append(errs, errors.New("give the rounds or the operations, not both"))
+	case fixed && c.Duration != 0:
+		errs = append(errs, errors.New("a fixed workload (rounds or operations) and a duration exclude each other"))
+	case !fixed && c.Duration <= 0:
+		errs = append(errs, errors.New("the duration must be positive"))
+	}
+	if c.Operations > 0 && c.Mode == ModeBatch && c.Operations%c.ActionsPerDocument != 0 {
+		errs = append(errs, fmt.Errorf("in mode batch the operations must be a multiple of the actions per job (%d), not %d", c.ActionsPerDocument, c.Operations))
+	}
+	if c.Drain <= 0 || c.SampleInterval <= 0 {
+		errs = append(errs, errors.New("the drain and sample interval must be positive"))
 	}
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("the rate must not be negative, got %g", c.Rate))
@@ -208,6 +241,43 @@ func (c Config) opsPerJob() int {
 		return c.ActionsPerDocument
 	}
 	return 1
+}
+
+// fixedJobs is the jobs of a fixed workload over all documents, or zero
+// when the run lasts Duration.
+func (c Config) fixedJobs() int {
+	switch {
+	case c.Rounds > 0:
+		return c.Rounds * c.ActionsPerDocument / c.opsPerJob() * c.Documents
+	case c.Operations > 0:
+		return (c.Operations + c.opsPerJob() - 1) / c.opsPerJob()
+	}
+	return 0
+}
+
+// jobsOf is document d's share of a fixed workload's jobs (job i goes to
+// document i mod Documents), or -1 when the run lasts Duration.
+func (c Config) jobsOf(d int) int {
+	n := c.fixedJobs()
+	if n == 0 {
+		return -1
+	}
+	share := n / c.Documents
+	if d < n%c.Documents {
+		share++
+	}
+	return share
+}
+
+// workload says what the run submits, for the report.
+func (c Config) workload() string {
+	switch {
+	case c.Rounds > 0:
+		return fmt.Sprintf("%d round(s) per document, %d operations", c.Rounds, c.fixedJobs()*c.opsPerJob())
+	case c.Operations > 0:
+		return fmt.Sprintf("%d operations", c.Operations)
+	}
+	return "for " + c.Duration.String()
 }
 
 // Run runs the benchmark and returns its report. A run whose jobs do not

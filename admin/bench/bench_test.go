@@ -68,6 +68,26 @@ func TestConfig(t *testing.T) {
 	c.ActionsPerDocument = 7
 	require.Equal(t, 7, c.opsPerJob())
 
+	fixed := Config{DatabaseURL: "postgres://x", Embedded: true, Kafka: kafka.Config{Seeds: []string{"k:9092"}}, Rounds: 1}.WithDefaults()
+	require.NoError(t, fixed.Validate())
+	require.Zero(t, fixed.Duration, "a fixed workload has no default duration")
+	require.Equal(t, 10000, fixed.fixedJobs(), "W1 at one round: 200 documents × 50 single-action jobs")
+	require.Equal(t, 50, fixed.jobsOf(199))
+	fixed.Mode = ModeBatch
+	require.Equal(t, 200, fixed.fixedJobs())
+	require.Equal(t, 1, fixed.jobsOf(0))
+	fixed.Rounds, fixed.Operations = 0, 10050
+	require.NoError(t, fixed.Validate())
+	require.Equal(t, 201, fixed.fixedJobs())
+	require.Equal(t, []int{2, 1}, []int{fixed.jobsOf(0), fixed.jobsOf(1)}, "job 200 goes to document 0")
+	fixed.Operations = 10001
+	require.ErrorContains(t, fixed.Validate(), "a multiple of the actions per job")
+	fixed.Rounds, fixed.Operations = 1, 50
+	require.ErrorContains(t, fixed.Validate(), "not both")
+	fixed.Operations, fixed.Duration = 0, time.Second
+	require.ErrorContains(t, fixed.Validate(), "exclude each other")
+	require.Equal(t, -1, c.jobsOf(0), "a timed run has no share")
+
 	r := &runner{cfg: c}
 	require.Len(t, r.inputs(3), 7)
 	r.cfg.Mode = ModeSingle

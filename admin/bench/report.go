@@ -16,11 +16,17 @@ type Report struct {
 	RateOpsPerSec float64 `json:"rateOpsPerSec,omitempty"`
 	Embedded      bool    `json:"embedded"`
 	// Schema is the embedded run's own Postgres schema, dropped after it.
-	Schema             string  `json:"schema,omitempty"`
-	Documents          int     `json:"documents"`
-	ActionsPerDocument int     `json:"actionsPerDocument"`
-	DurationSeconds    float64 `json:"durationSeconds"`
-	SampleIntervalMs   float64 `json:"sampleIntervalMs"`
+	Schema             string `json:"schema,omitempty"`
+	Documents          int    `json:"documents"`
+	ActionsPerDocument int    `json:"actionsPerDocument"`
+	// DurationSeconds is zero for a fixed workload (Rounds or Operations).
+	DurationSeconds float64 `json:"durationSeconds"`
+	Rounds          int     `json:"rounds,omitempty"`
+	Operations      int     `json:"operations,omitempty"`
+	// Workload says what was submitted: "for 30s", "1 round(s) per
+	// document, 10000 operations" or "10000 operations".
+	Workload         string  `json:"workload"`
+	SampleIntervalMs float64 `json:"sampleIntervalMs"`
 
 	// Submitted counts the acknowledged submissions; SubmitSeconds is how
 	// long submitting took (the duration, plus the last acknowledgements).
@@ -110,6 +116,7 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 	}
 	rep.Embedded, rep.Schema, rep.Documents, rep.ActionsPerDocument = c.Embedded, r.schema, c.Documents, c.ActionsPerDocument
 	rep.DurationSeconds, rep.SampleIntervalMs = c.Duration.Seconds(), float64(c.SampleInterval)/float64(time.Millisecond)
+	rep.Rounds, rep.Operations, rep.Workload = c.Rounds, c.Operations, c.workload()
 	rep.SubmitSeconds = loadDone.Sub(start).Seconds()
 	rep.SubmitFailures = r.fails.Load()
 	if s, ok := r.lastErr.Load().(string); ok {

@@ -142,7 +142,7 @@ func (r *runner) close() error {
 
 func (r *runner) progress(p Progress) {
 	if r.cfg.Progress != nil {
-		p.Total = r.cfg.Duration
+		p.Total, p.Jobs = r.cfg.Duration, r.cfg.fixedJobs()
 		r.cfg.Progress(p)
 	}
 }
@@ -319,7 +319,7 @@ func (r *runner) submit(ctx context.Context, d, n int, t time.Time) {
 	r.jobs[d] = append(r.jobs[d], job{id: id, doc: d, ops: len(in), submitted: t})
 }
 
-// load submits for the configured duration and returns when the last
+// load submits for the configured duration (or the fixed workload) and returns when the last
 // submission was acknowledged.
 func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 	end := start.Add(r.cfg.Duration)
@@ -330,7 +330,8 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 	if r.cfg.Rate == 0 {
 		for d := range r.docs {
 			wg.Go(func() {
-				for n := 0; time.Now().Before(end) && lctx.Err() == nil; n++ {
+				limit := r.cfg.jobsOf(d)
+				for n := 0; (limit < 0 && time.Now().Before(end) || n < limit) && lctx.Err() == nil; n++ {
 					r.submit(lctx, d, n, time.Now())
 					submitted.Add(1)
 				}
@@ -359,9 +360,14 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 					close(q)
 				}
 			}()
+			total := r.cfg.fixedJobs()
 			for i := 0; ; i++ {
 				due := start.Add(time.Duration(i) * interval)
-				if !due.Before(end) || sleepUntil(lctx, due) != nil {
+				over := !due.Before(end)
+				if total > 0 {
+					over = i >= total
+				}
+				if over || sleepUntil(lctx, due) != nil {
 					return
 				}
 				queues[i%len(queues)] <- due
@@ -382,7 +388,11 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 				r.lastErr.Store(err.Error())
 				cancel()
 			}
-			r.progress(Progress{Phase: "submit", Elapsed: min(time.Since(start), r.cfg.Duration),
+			elapsed := time.Since(start)
+			if r.cfg.Duration > 0 {
+				elapsed = min(elapsed, r.cfg.Duration)
+			}
+			r.progress(Progress{Phase: "submit", Elapsed: elapsed,
 				Submitted: int(submitted.Load()), WriteReady: -1, ReadReady: -1})
 		}
 	}

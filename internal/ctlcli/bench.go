@@ -26,7 +26,10 @@ func newBenchCmd(g *globals) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the pipeline with workload W1: throughput and latency to WRITE_READY and READ_READY",
 		Long: `Measure doclog with workload W1: --documents documents of doclog/json
-receive MERGE_PATCH actions, --actions per round, for --duration. Mode single
+receive MERGE_PATCH actions, --actions per round, for --duration, or as a fixed
+workload: --rounds rounds per document (--rounds 1 is W1 as the reference
+reactor's comparison runs it, 200 × 50 = 10,000 operations), or --operations
+in all (one of the three; the report states which). Mode single
 sends one action per job, each document's next job once the previous one was
 acknowledged, all documents at once; mode batch sends one job of --actions
 actions per document at a time. Jobs go through the ingest API (--ingest-url)
@@ -46,12 +49,15 @@ statements, with pg_stat_statements) per operation, and with --baseline a raw
 COPY of the run's operation rows and the ratio of doclog to it. Runs shorter
 than 30 s measure start-up and drain more than the steady state: treat them
 as smoke tests. docs/benchmarks.md describes the method. --timeout does not
-apply: --duration and --drain bound the run.`,
+apply: --duration (or the fixed workload) and --drain bound the run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.DatabaseURL, cfg.DatabaseConnectTimeout = g.DatabaseURL, g.DatabaseConnectTimeout
 			cfg.Kafka = g.kafka()
 			cfg.TopicPrefix = g.topicPrefix
+			if !cmd.Flags().Changed("duration") && (cfg.Rounds != 0 || cfg.Operations != 0) {
+				cfg.Duration = 0 // the fixed workload replaces the default duration
+			}
 			cfg = cfg.WithDefaults()
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
@@ -100,6 +106,8 @@ apply: --duration and --drain bound the run.`,
 	f.IntVar(&cfg.Documents, "documents", bench.DefaultDocuments, "documents benchmarked at once (D)")
 	f.IntVar(&cfg.ActionsPerDocument, "actions", bench.DefaultActions, "actions per document and round (K); in mode batch, the actions of one job")
 	f.DurationVar(&cfg.Duration, "duration", bench.DefaultDuration, "how long jobs are submitted (under 30s is noise)")
+	f.IntVar(&cfg.Rounds, "rounds", 0, "fixed workload: every document receives this many rounds of --actions actions, then the run stops (excludes --duration and --operations)")
+	f.IntVar(&cfg.Operations, "operations", 0, "fixed workload: this many operations over all documents, then the run stops (excludes --duration and --rounds)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "open loop: submit this many operations/s over all documents (0: closed loop)")
 	f.DurationVar(&cfg.Drain, "drain", bench.DefaultDrain, "after submitting, how long to wait for every job to reach READ_READY")
 	f.DurationVar(&cfg.SampleInterval, "sample-interval", bench.DefaultSampleInterval, "how often the document view is sampled for READ_READY (the latency resolution)")
@@ -129,8 +137,8 @@ func renderBench(g *globals, rep *bench.Report) error {
 	if rep.Embedded {
 		where = "embedded"
 	}
-	fmt.Fprintf(g.out, "W1 mode %s via %s, %s loop, %s: %d documents, %d actions per round, %.0fs\n",
-		rep.Mode, rep.Via, loop, where, rep.Documents, rep.ActionsPerDocument, rep.DurationSeconds)
+	fmt.Fprintf(g.out, "W1 mode %s via %s, %s loop, %s: %d documents, %d actions per round, %s\n",
+		rep.Mode, rep.Via, loop, where, rep.Documents, rep.ActionsPerDocument, rep.Workload)
 	if err := g.render(rep, func(t table.Writer) {
 		t.AppendHeader(table.Row{"stage", "jobs", "ops", "jobs/s", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms"})
 		t.AppendRow(table.Row{"submitted", rep.Submitted.Jobs, rep.Submitted.Operations,
@@ -250,6 +258,8 @@ func (b *benchProgress) text(now time.Time) string {
 	defer b.mu.Unlock()
 	p := b.p
 	switch {
+	case p.Phase == "submit" && p.Jobs > 0:
+		return "submit: " + countText(int64(p.Submitted), int64(p.Jobs), 0, "jobs", p.Elapsed)
 	case p.Phase == "submit":
 		rate := 0.0
 		if p.Elapsed > 0 {

@@ -23,10 +23,17 @@ func TestBenchEmbedded(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		flags []string
+		// fixed is what a fixed workload submits exactly (zero: timed).
+		fixed    bench.Count
+		workload string
 	}{
 		// Only one run may profile: the CPU profile is the process's.
-		{"single via http, closed loop", []string{"--mode", "single", "--via", "http", "--cpu-profile", "PROFILE"}},
-		{"batch via kafka, open loop", []string{"--mode", "batch", "--via", "kafka", "--rate", "30"}},
+		{"single via http, closed loop", []string{"--mode", "single", "--via", "http", "--duration", "3s", "--cpu-profile", "PROFILE"}, bench.Count{}, "for 3s"},
+		{"batch via kafka, open loop", []string{"--mode", "batch", "--via", "kafka", "--duration", "3s", "--rate", "30"}, bench.Count{}, "for 3s"},
+		// 4 documents × 2 rounds × 3 actions, one action per job.
+		{"single via kafka, two rounds", []string{"--mode", "single", "--via", "kafka", "--rounds", "2"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations"},
+		// 15 operations in jobs of 3: document 0 gets two jobs, the others one.
+		{"batch via http, 15 operations", []string{"--mode", "batch", "--via", "http", "--operations", "15"}, bench.Count{Jobs: 5, Operations: 15}, "15 operations"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -48,7 +55,7 @@ func TestBenchEmbedded(t *testing.T) {
 			kenv := testenv.Kafka(t)
 			args := append([]string{"bench", "--embedded", "--baseline", "-o", "json",
 				"--database-url", url, "--kafka-seeds", strings.Join(kenv.Config.Seeds, ","), "--topics-prefix", kenv.Topics.Prefix,
-				"--documents", "4", "--actions", "3", "--duration", "3s", "--drain", "40s", "--partitions", "2"}, tc.flags...)
+				"--documents", "4", "--actions", "3", "--drain", "40s", "--partitions", "2"}, tc.flags...)
 			code, out, errOut := ctl(t, args...)
 			require.Equal(t, exitOK, code, errOut)
 			var rep bench.Report
@@ -72,6 +79,11 @@ func TestBenchEmbedded(t *testing.T) {
 			require.Equal(t, tc.flags[1], rep.Mode)
 			require.Equal(t, tc.flags[3], rep.Via)
 			require.Positive(t, rep.Submitted.Jobs)
+			require.Equal(t, tc.workload, rep.Workload)
+			if tc.fixed.Jobs > 0 {
+				require.Equal(t, tc.fixed, rep.Submitted, "a fixed workload submits exactly its jobs")
+				require.Zero(t, rep.DurationSeconds)
+			}
 			require.Zero(t, rep.SubmitFailures, rep.LastSubmitErr)
 			require.Zero(t, rep.Failed)
 			require.True(t, rep.Drained)
@@ -88,9 +100,12 @@ func TestBenchEmbedded(t *testing.T) {
 			}
 			if rep.Mode == bench.ModeBatch {
 				require.Equal(t, rep.Submitted.Jobs*3, rep.Submitted.Operations)
-				require.Equal(t, "open", rep.Loop)
 			} else {
 				require.Equal(t, rep.Submitted.Jobs, rep.Submitted.Operations)
+			}
+			if slices.Contains(tc.flags, "--rate") {
+				require.Equal(t, "open", rep.Loop)
+			} else {
 				require.Equal(t, "closed", rep.Loop)
 			}
 			// Every READ_READY job's records were read back, and its legs
@@ -142,4 +157,12 @@ func TestBenchUsage(t *testing.T) {
 	code, _, errOut = ctl(t, "bench", "--database-url", "postgres://x")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "no ingest URL")
+
+	code, _, errOut = ctl(t, "bench", "--embedded", "--database-url", "postgres://x", "--kafka-seeds", "k:9092", "--rounds", "1", "--duration", "10s")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "exclude each other")
+
+	code, _, errOut = ctl(t, "bench", "--embedded", "--database-url", "postgres://x", "--kafka-seeds", "k:9092", "--mode", "batch", "--operations", "70")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "a multiple of the actions per job (50)")
 }
