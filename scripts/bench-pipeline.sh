@@ -13,7 +13,9 @@
 # `--roles=projectors` start on a fresh topics prefix, the bench drives
 # them through the ingest API and reports each process's peak RSS (the
 # executor's own, for the executor's RSS target), and the three stop after it.
-# Their logs go to OUT/<mode>-<run>-<role>.log.
+# Their logs go to OUT/<mode>-<run>-<role>.log. Every run reports the CPU
+# time per operation of each process on this host (the bench, each role
+# with SEPARATE=1, Postgres, the broker): a summary table of it too.
 #
 # HALF_PEAK=1 measures the latency target as it is stated (p99 to READ_READY
 # at half the peak rate): after the closed-loop runs of mode single, RUNS
@@ -143,13 +145,19 @@ if [ "${HALF_PEAK:-}" = 1 ]; then
 fi
 
 # Medians per mode, one row each, as docs/benchmarks.md tabulates them.
+# per_mode ROW: the jq expression ROW over each mode's reports, with
+# median(f) and $mode defined.
+per_mode() {
+	local mode
+	for mode in $summary_modes; do
+		jq -rs --arg mode "$mode" "def median(f): map(f) | sort | .[(length / 2 | floor)]; $1" "$OUT/$mode"-*.json
+	done
+}
 if command -v jq >/dev/null; then
 	{
 		echo "| mode | ops/s WRITE_READY | ops/s READ_READY | COPY rows/s | ratio READ_READY/COPY | p50 / p99 ms READ_READY | transactions/op | statements/op | peak RSS MiB |"
 		echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-		for mode in $summary_modes; do
-			jq -rs --arg mode "$mode" '
-				def median(f): map(f) | sort | .[(length / 2 | floor)];
+		per_mode '
 				"| \($mode) | \(median(.writeReady.opsPerSec) | round) | \(median(.readReady.opsPerSec) | round)"
 				+ " | \(median(.baseline.rowsPerSec) | round) | \(median(.baseline.ratioReadReady) * 1000 | round / 1000)"
 				+ " | \(median(.readReady.latencyP50Ms) | round) / \(median(.readReady.latencyP99Ms) | round)"
@@ -157,19 +165,23 @@ if command -v jq >/dev/null; then
 				+ " | \(median(.postgres.statementsPerOp // -1) * 100 | round / 100)"
 				+ " | \([.[].peakRss[]] | group_by(.name)
 					| map("\(.[0].name | sub("^doclog serve "; "")): \(median(.peakBytes / 1048576) | round)")
-					| join("; ")) |"' "$OUT/$mode"-*.json
-		done
+					| join("; ")) |"'
 		echo
 		echo "Legs of READ_READY, medians over the runs (mean / p99 ms):"
 		echo
 		echo "| mode | submit | executor wait | append and announce | projection |"
 		echo "| --- | --- | --- | --- | --- |"
-		for mode in $summary_modes; do
-			jq -rs --arg mode "$mode" '
-				def median(f): map(f) | sort | .[(length / 2 | floor)];
+		per_mode '
 				[range(0; 4) as $i | "\(median(.legs[$i].meanMs // 0) | round) / \(median(.legs[$i].p99Ms // 0) | round)"]
-				| "| \($mode) | " + join(" | ") + " |"' "$OUT/$mode"-*.json
-		done
+				| "| \($mode) | " + join(" | ") + " |"'
+		echo
+		echo "CPU per operation, medians over the runs (µs of CPU time, user and system, per operation submitted; the processes on this host):"
+		echo
+		echo "| mode | all | by process |"
+		echo "| --- | --- | --- |"
+		per_mode '
+				"| \($mode) | \(median(.cpu.microsPerOp // 0) | round) | \([.[].cpu.processes[]?] | group_by(.name)
+					| map("\(.[0].name): \(median(.microsPerOp) | round)") | join("; ")) |"'
 	} | tee "$OUT/summary.md"
 else
 	echo "jq is not installed: the per-run reports are in $OUT" >&2

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"encoding/json"
+	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -163,4 +165,28 @@ func TestProcessLabel(t *testing.T) {
 	require.Equal(t, "doclog serve --roles=ingest,projectors", processLabel([]string{"doclog", "serve", "--roles", "ingest,projectors"}))
 	require.Equal(t, "doclog dev", processLabel([]string{"doclog", "dev"}))
 	require.Equal(t, "doclog", processLabel([]string{"doclog"}))
+}
+
+func TestCPUAccounting(t *testing.T) {
+	t.Parallel()
+	// This process's own CPU times parse, and grow with work.
+	self := []cpuGroup{{name: "self", pids: []int{os.Getpid()}}}
+	before := snapshotCPU(self)
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	after := snapshotCPU(self)
+	require.Greater(t, after["self"], before["self"])
+	rep := cpuReport(self, cpuSnapshot{"self": 10}, cpuSnapshot{"self": 60}, 2, 1000)
+	require.InDelta(t, 0.5, rep.Seconds, 1e-9)
+	require.InDelta(t, 500, rep.MicrosPerOp, 1e-9)
+	require.InDelta(t, 500, rep.Processes[0].MicrosPerOp, 1e-9)
+
+	// A seed on this host is found by its listening port.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	groups := cpuGroups("self", true, "no-such-prefix.", 0, []string{ln.Addr().String(), "192.0.2.1:9092"})
+	require.Len(t, groups, 2)
+	require.Equal(t, "kafka broker", groups[1].name)
+	require.Equal(t, []int{os.Getpid()}, groups[1].pids)
 }

@@ -48,9 +48,12 @@ type Report struct {
 	LegsError string `json:"legsError,omitempty"`
 
 	// PeakRSS is empty when no doclog process was found on this host.
-	PeakRSS  []ProcessRSS `json:"peakRss"`
-	Postgres Postgres     `json:"postgres"`
-	Baseline *Baseline    `json:"baseline,omitempty"`
+	PeakRSS []ProcessRSS `json:"peakRss"`
+	// CPU is the CPU time of the pipeline's processes on this host over
+	// the measured phase, per operation submitted.
+	CPU      *CPU      `json:"cpu,omitempty"`
+	Postgres Postgres  `json:"postgres"`
+	Baseline *Baseline `json:"baseline,omitempty"`
 }
 
 // Count is a number of jobs and the operations they carry.

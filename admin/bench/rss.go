@@ -31,21 +31,11 @@ func embeddedRSS() []ProcessRSS {
 // role, when they run as separate processes); none when doclog runs
 // elsewhere.
 func doclogRSS() []ProcessRSS {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var out []ProcessRSS
-	for _, dir := range dirs {
-		comm, err := os.ReadFile(filepath.Join(dir, "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "doclog" {
-			continue
+	for _, p := range doclogProcesses("") {
+		if peak, ok := vmHWM(strconv.Itoa(p.pid)); ok {
+			out = append(out, ProcessRSS{PID: p.pid, Name: p.label, PeakBytes: peak, Command: strings.Join(p.args, " ")})
 		}
-		pid, _ := strconv.Atoi(filepath.Base(dir))
-		peak, ok := vmHWM(filepath.Base(dir))
-		if !ok {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		out = append(out, ProcessRSS{PID: pid, Name: processLabel(args), PeakBytes: peak, Command: strings.Join(args, " ")})
 	}
 	return out
 }

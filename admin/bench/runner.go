@@ -151,6 +151,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
+	cpuGroups := r.cpuGroups(ctx)
 	before, err := pgprobe.Snapshot(ctx, r.store.Pool())
 	if err != nil {
 		return nil, err
@@ -169,9 +170,11 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 			return nil, fmt.Errorf("starting the CPU profile: %w", err)
 		}
 	}
+	cpuBefore := snapshotCPU(cpuGroups)
 	start := time.Now()
 	loadDone := r.load(ctx, start)
 	drained, err := r.drain(ctx, start)
+	cpuAfter, wall := snapshotCPU(cpuGroups), time.Since(start)
 	if r.cfg.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -183,6 +186,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 
 	rep := &Report{}
 	r.fill(rep, start, loadDone, drained)
+	rep.CPU = cpuReport(cpuGroups, cpuBefore, cpuAfter, wall.Seconds(), rep.Submitted.Operations)
 	r.progress(Progress{Phase: "legs", Elapsed: r.cfg.Duration, Submitted: rep.Submitted.Jobs,
 		WriteReady: rep.WriteReady.Jobs, ReadReady: rep.ReadReady.Jobs})
 	topics := kafka.TopicNames(r.cfg.TopicPrefix)
@@ -228,6 +232,23 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.progress(Progress{Phase: "done", Elapsed: r.cfg.Duration, Submitted: rep.Submitted.Jobs,
 		WriteReady: rep.WriteReady.Jobs, ReadReady: rep.ReadReady.Jobs})
 	return rep, nil
+}
+
+// cpuGroups finds the processes whose CPU the run accounts (CPU). The
+// Postgres server is found through a backend of the benchmark's own pool;
+// without it the report leaves Postgres out.
+func (r *runner) cpuGroups(ctx context.Context) []cpuGroup {
+	self := "doclogctl bench (load generator)"
+	if r.emb != nil {
+		self = "doclogctl bench --embedded (every role and the load generator)"
+	}
+	pid, err := pgprobe.BackendPID(ctx, r.store.Pool())
+	if err != nil {
+		r.cfg.Logger.Warn("the Postgres server's CPU is left out", zap.Error(err))
+	}
+	// Embedded, the roles are this process and no doclog process is the
+	// run's.
+	return cpuGroups(self, r.emb == nil, r.cfg.TopicPrefix, pid, r.cfg.Kafka.Seeds)
 }
 
 // setup creates the documents and waits until the document view has them,

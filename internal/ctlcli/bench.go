@@ -44,7 +44,9 @@ fresh prefix, both deleted after: a doclog already using the database keeps
 its data and its projectors' positions.
 
 The report: jobs/s and operations/s to WRITE_READY and READ_READY, latency
-percentiles from submission to each, peak RSS, Postgres transactions (and
+percentiles from submission to each, peak RSS, the CPU time per operation of
+each process on this host (this one, the run's doclog processes, Postgres, the
+Kafka broker), Postgres transactions (and
 statements, with pg_stat_statements) per operation, and with --baseline a raw
 COPY of the run's operation rows and the ratio of doclog to it. Runs shorter
 than 30 s measure start-up and drain more than the steady state: treat them
@@ -186,6 +188,14 @@ func renderBench(g *globals, rep *bench.Report) error {
 			rss = []string{"unknown (no doclog process on this host)"}
 		}
 		t.AppendRow(table.Row{"peak RSS", strings.Join(rss, "; ")})
+		if c := rep.CPU; c != nil {
+			var parts []string
+			for _, p := range c.Processes {
+				parts = append(parts, fmt.Sprintf("%s %.0f", p.Name, p.MicrosPerOp))
+			}
+			t.AppendRow(table.Row{"CPU µs per op", fmt.Sprintf("%.0f in all (%.2f cores over %.0f s): %s",
+				c.MicrosPerOp, c.Seconds/max(c.WallSeconds, 1e-9), c.WallSeconds, strings.Join(parts, "; "))})
+		}
 		t.AppendRow(table.Row{"drained", fmt.Sprintf("%v: %d jobs failed, %d submissions failed; READ_READY sampled every %.0f ms",
 			rep.Drained, rep.Failed, rep.SubmitFailures, rep.SampleIntervalMs)})
 		if rep.LastSubmitErr != "" {

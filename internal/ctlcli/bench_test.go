@@ -133,6 +133,21 @@ func TestBenchEmbedded(t *testing.T) {
 			require.Positive(t, rep.Postgres.TuplesInserted)
 			require.NotEmpty(t, rep.PeakRSS)
 			require.Positive(t, rep.PeakRSS[0].PeakBytes)
+			// The test's Postgres and broker run on this host: the CPU of
+			// the run's three processes is accounted, and adds up.
+			require.NotNil(t, rep.CPU)
+			var names []string
+			var sum float64
+			for _, p := range rep.CPU.Processes {
+				names = append(names, p.Name)
+				sum += p.Seconds
+				require.NotEmpty(t, p.PIDs, p.Name)
+			}
+			require.Equal(t, []string{"doclogctl bench --embedded (every role and the load generator)",
+				"postgres (all processes of the cluster)", "kafka broker"}, names)
+			require.Positive(t, rep.CPU.Processes[0].Seconds)
+			require.InDelta(t, sum, rep.CPU.Seconds, 1e-9)
+			require.InDelta(t, rep.CPU.Seconds*1e6/float64(rep.Submitted.Operations), rep.CPU.MicrosPerOp, 1e-6)
 			if slices.Contains(tc.flags, profile) {
 				fi, err := os.Stat(profile)
 				require.NoError(t, err)

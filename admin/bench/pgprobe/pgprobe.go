@@ -212,3 +212,14 @@ func columnList() string {
 	}
 	return s
 }
+
+// BackendPID is the process id of the server process serving one of the
+// pool's connections: its parent is the postmaster, whose process tree is
+// the server whose CPU the benchmark accounts.
+func BackendPID(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var pid int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		return 0, fmt.Errorf("reading the backend's process id: %w", err)
+	}
+	return pid, nil
+}
