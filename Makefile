@@ -36,6 +36,10 @@ bench-pipeline: ## Pipeline benchmark (docs/benchmarks.md): doclogctl bench --em
 bench-latency: ## Latency target (p99 to READ_READY at half the peak rate): closed-loop single runs, then open-loop runs at half their median rate
 	@HALF_PEAK=1 MODES=single scripts/bench-pipeline.sh
 
+.PHONY: bench-w1
+bench-w1: ## W1 fixed (200 × 50 = 10,000 operations), the Powerhouse reactor and doclog side by side on one Postgres, both modes; DATABASE_URL and KAFKA_SEEDS to reuse running services
+	@scripts/bench-reference.sh
+
 .PHONY: chaos
 chaos: ## Chaos run (docs/reliability.md): roles as processes under kill -9, broker and Postgres restarts, a rebalance, cuts; SEED=n or CHAOS_SEEDS="1 2 3 4 5"
 	@SEED="$(SEED)" CHAOS_SEEDS="$(CHAOS_SEEDS)" scripts/chaos.sh
