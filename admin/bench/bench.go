@@ -32,6 +32,12 @@
 //     same database count too.
 //   - Peak RSS is VmHWM from /proc: this process's when embedded, else the
 //     processes named doclog on this host, if any.
+//
+// W2 is W1 on large documents: with StateBytes set, every document first
+// receives records (about 88 canonical bytes each) until its global state is
+// that large, before the measured phase, and then each action changes one
+// member of one record, the records taken in turn, so each change is small
+// and the changes are spread over the whole document.
 package bench
 
 import (
@@ -68,6 +74,9 @@ const (
 	drainPoll = 200 * time.Millisecond
 	// lookupChunk bounds the job ids of one result lookup.
 	lookupChunk = 5000
+	// maxStateBytes bounds StateBytes: the write cache's default byte
+	// bound is 64 MiB.
+	maxStateBytes = 16 << 20
 )
 
 // Config configures a run.
@@ -105,6 +114,11 @@ type Config struct {
 	// SampleInterval is how often the READ_READY sampler reads the document
 	// view. Default 20ms.
 	SampleInterval time.Duration
+	// StateBytes, when positive, runs workload W2: each document's global
+	// state is filled to about this many canonical bytes before the
+	// measured phase, and each action then changes one of its records.
+	// Zero (default): W1, states of a few hundred bytes.
+	StateBytes int
 	// Baseline adds the raw COPY of the run's operation rows.
 	Baseline bool
 	// BaselineChunk is the rows of one COPY. Default 1000.
@@ -219,6 +233,9 @@ func (c Config) Validate() error {
 	}
 	if c.Drain <= 0 || c.SampleInterval <= 0 {
 		errs = append(errs, errors.New("the drain and sample interval must be positive"))
+	}
+	if c.StateBytes < 0 || c.StateBytes > maxStateBytes {
+		errs = append(errs, fmt.Errorf("the state size must be 0 to %d bytes, not %d", maxStateBytes, c.StateBytes))
 	}
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("the rate must not be negative, got %g", c.Rate))

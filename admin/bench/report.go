@@ -25,7 +25,9 @@ type Report struct {
 	Operations      int     `json:"operations,omitempty"`
 	// Workload says what was submitted: "for 30s", "1 round(s) per
 	// document, 10000 operations" or "10000 operations".
-	Workload         string  `json:"workload"`
+	Workload string `json:"workload"`
+	// StateBytes is workload W2's state size (0: workload W1).
+	StateBytes       int     `json:"stateBytes,omitempty"`
 	SampleIntervalMs float64 `json:"sampleIntervalMs"`
 
 	// Submitted counts the acknowledged submissions; SubmitSeconds is how
@@ -118,6 +120,7 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 		rep.Loop = "open"
 	}
 	rep.Embedded, rep.Schema, rep.Documents, rep.ActionsPerDocument = c.Embedded, r.schema, c.Documents, c.ActionsPerDocument
+	rep.StateBytes = c.StateBytes
 	rep.DurationSeconds, rep.SampleIntervalMs = c.Duration.Seconds(), float64(c.SampleInterval)/float64(time.Millisecond)
 	rep.Rounds, rep.Operations, rep.Workload = c.Rounds, c.Operations, c.workload()
 	rep.SubmitSeconds = loadDone.Sub(start).Seconds()

@@ -265,9 +265,19 @@ func (r *runner) setup(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("creating the benchmark's documents: %w", err)
 	}
+	grown, err := r.grow(ctx)
+	if err != nil {
+		return err
+	}
+	ids = append(ids, grown...)
 	docScopes := make([]oplog.StreamKey, len(r.docs))
 	for i, doc := range r.docs {
 		docScopes[i] = oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeDocument, Branch: oplog.DefaultBranch}
+	}
+	// W2's documents are ready once the view holds their last fill.
+	ready := func(applied map[oplog.StreamKey]int64) bool {
+		return !slices.ContainsFunc(docScopes, func(k oplog.StreamKey) bool { return applied[k] < 0 }) &&
+			!slices.ContainsFunc(r.streams, func(k oplog.StreamKey) bool { return applied[k] < int64(r.cfg.fillJobs())-1 })
 	}
 	deadline := time.Now().Add(r.cfg.Drain)
 	for {
@@ -283,11 +293,11 @@ func (r *runner) setup(ctx context.Context) error {
 				return fmt.Errorf("creating document %s failed: %v", res.DocumentID, res.ErrorHistory)
 			}
 		}
-		applied, err := r.view.AppliedIndexes(ctx, docScopes)
+		applied, err := r.view.AppliedIndexes(ctx, append(slices.Clone(docScopes), r.streams...))
 		if err != nil {
 			return err
 		}
-		if len(found) == len(ids) && !slices.ContainsFunc(docScopes, func(k oplog.StreamKey) bool { return applied[k] < 0 }) {
+		if len(found) == len(ids) && ready(applied) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -316,10 +326,17 @@ func (r *runner) roleFailure() error {
 func (r *runner) inputs(n int) []json.RawMessage {
 	k := r.cfg.ActionsPerDocument
 	if r.cfg.Mode == ModeSingle {
+		if r.cfg.StateBytes > 0 {
+			return []json.RawMessage{r.editRecord(n, 0)}
+		}
 		return []json.RawMessage{json.RawMessage(fmt.Sprintf(`{"k%d":%d}`, n%k, n/k))}
 	}
 	out := make([]json.RawMessage, k)
 	for i := range out {
+		if r.cfg.StateBytes > 0 {
+			out[i] = r.editRecord(n, i)
+			continue
+		}
 		out[i] = json.RawMessage(fmt.Sprintf(`{"k%d":%d}`, i, n))
 	}
 	return out

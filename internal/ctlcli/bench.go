@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		showProgress bool
 		logLevel     string
 		cpuProfile   string
+		stateSize    string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -59,6 +61,13 @@ apply: --duration (or the fixed workload) and --drain bound the run.`,
 			cfg.TopicPrefix = g.topicPrefix
 			if !cmd.Flags().Changed("duration") && (cfg.Rounds != 0 || cfg.Operations != 0) {
 				cfg.Duration = 0 // the fixed workload replaces the default duration
+			}
+			if stateSize != "" {
+				n, err := parseSize(stateSize)
+				if err != nil {
+					return usageError{err}
+				}
+				cfg.StateBytes = n
 			}
 			cfg = cfg.WithDefaults()
 			if err := cfg.Validate(); err != nil {
@@ -113,6 +122,7 @@ apply: --duration (or the fixed workload) and --drain bound the run.`,
 	f.Float64Var(&cfg.Rate, "rate", 0, "open loop: submit this many operations/s over all documents (0: closed loop)")
 	f.DurationVar(&cfg.Drain, "drain", bench.DefaultDrain, "after submitting, how long to wait for every job to reach READ_READY")
 	f.DurationVar(&cfg.SampleInterval, "sample-interval", bench.DefaultSampleInterval, "how often the document view is sampled for READ_READY (the latency resolution)")
+	f.StringVar(&stateSize, "state-size", "", "workload W2: fill each document's state to this size first (e.g. 1KB, 100KB, 1MB), then change one record per action")
 	f.BoolVar(&cfg.Baseline, "baseline", false, "also COPY the run's operation rows into a scratch table, for the ratio doclog/raw")
 	f.IntVar(&cfg.BaselineChunk, "baseline-chunk", bench.DefaultBaselineChunk, "rows per COPY of the baseline")
 	f.StringVar(&cfg.IngestURL, "ingest-url", "", "ingest API of a running doclog, e.g. http://localhost:8080")
@@ -139,8 +149,12 @@ func renderBench(g *globals, rep *bench.Report) error {
 	if rep.Embedded {
 		where = "embedded"
 	}
-	fmt.Fprintf(g.out, "W1 mode %s via %s, %s loop, %s: %d documents, %d actions per round, %s\n",
-		rep.Mode, rep.Via, loop, where, rep.Documents, rep.ActionsPerDocument, rep.Workload)
+	workload := "W1"
+	if rep.StateBytes > 0 {
+		workload = fmt.Sprintf("W2 (states of %d bytes)", rep.StateBytes)
+	}
+	fmt.Fprintf(g.out, "%s mode %s via %s, %s loop, %s: %d documents, %d actions per round, %s\n",
+		workload, rep.Mode, rep.Via, loop, where, rep.Documents, rep.ActionsPerDocument, rep.Workload)
 	if err := g.render(rep, func(t table.Writer) {
 		t.AppendHeader(table.Row{"stage", "jobs", "ops", "jobs/s", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms"})
 		t.AppendRow(table.Row{"submitted", rep.Submitted.Jobs, rep.Submitted.Operations,
@@ -205,6 +219,27 @@ func renderBench(g *globals, rep *bench.Report) error {
 			t.AppendRow(table.Row{"legs", "unknown: " + rep.LegsError})
 		}
 	})
+}
+
+// parseSize reads a size such as 100KB or 1MB (powers of 1024; B, KB, MB,
+// or a plain number of bytes).
+func parseSize(s string) (int, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := 1
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KB", 1 << 10}, {"MB", 1 << 20}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(t))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--state-size must be a size such as 1KB, 100KB or 1MB, not %q", s)
+	}
+	return n * mult, nil
 }
 
 func rate(n int, seconds float64) string {

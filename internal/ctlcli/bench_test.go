@@ -26,14 +26,17 @@ func TestBenchEmbedded(t *testing.T) {
 		// fixed is what a fixed workload submits exactly (zero: timed).
 		fixed    bench.Count
 		workload string
+		fills    int // W2's fill jobs per document
 	}{
 		// Only one run may profile: the CPU profile is the process's.
-		{"single via http, closed loop", []string{"--mode", "single", "--via", "http", "--duration", "3s", "--cpu-profile", "PROFILE"}, bench.Count{}, "for 3s"},
-		{"batch via kafka, open loop", []string{"--mode", "batch", "--via", "kafka", "--duration", "3s", "--rate", "30"}, bench.Count{}, "for 3s"},
+		{"single via http, closed loop", []string{"--mode", "single", "--via", "http", "--duration", "3s", "--cpu-profile", "PROFILE"}, bench.Count{}, "for 3s", 0},
+		{"batch via kafka, open loop", []string{"--mode", "batch", "--via", "kafka", "--duration", "3s", "--rate", "30"}, bench.Count{}, "for 3s", 0},
 		// 4 documents × 2 rounds × 3 actions, one action per job.
-		{"single via kafka, two rounds", []string{"--mode", "single", "--via", "kafka", "--rounds", "2"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations"},
+		{"single via kafka, two rounds", []string{"--mode", "single", "--via", "kafka", "--rounds", "2"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations", 0},
 		// 15 operations in jobs of 3: document 0 gets two jobs, the others one.
-		{"batch via http, 15 operations", []string{"--mode", "batch", "--via", "http", "--operations", "15"}, bench.Count{Jobs: 5, Operations: 15}, "15 operations"},
+		{"batch via http, 15 operations", []string{"--mode", "batch", "--via", "http", "--operations", "15"}, bench.Count{Jobs: 5, Operations: 15}, "15 operations", 0},
+		// W2: each document's state is filled to 8 KB (one fill job) first.
+		{"W2 single via kafka", []string{"--mode", "single", "--via", "kafka", "--duration", "3s", "--state-size", "8KB"}, bench.Count{}, "for 3s", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -123,9 +126,12 @@ func TestBenchEmbedded(t *testing.T) {
 				require.LessOrEqual(t, l.MaxMs, rep.ReadReady.LatencyMaxMs+1, l.Name)
 			}
 			require.NotNil(t, rep.Baseline)
-			// The COPY carries the run's operations and the documents'
-			// creations.
-			require.Equal(t, rep.Submitted.Operations+4, rep.Baseline.Rows)
+			// The COPY carries the run's operations, the documents'
+			// creations and W2's fills.
+			require.Equal(t, rep.Submitted.Operations+4+4*tc.fills, rep.Baseline.Rows)
+			if tc.fills > 0 {
+				require.Equal(t, 8<<10, rep.StateBytes)
+			}
 			require.Positive(t, rep.Baseline.RowsPerSec)
 			require.Positive(t, rep.Baseline.RatioWriteReady)
 			require.Positive(t, rep.Baseline.RatioReadReady)
@@ -180,4 +186,14 @@ func TestBenchUsage(t *testing.T) {
 	code, _, errOut = ctl(t, "bench", "--embedded", "--database-url", "postgres://x", "--kafka-seeds", "k:9092", "--mode", "batch", "--operations", "70")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "a multiple of the actions per job (50)")
+
+	code, _, errOut = ctl(t, "bench", "--embedded", "--database-url", "postgres://x", "--state-size", "large")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "--state-size must be a size such as 1KB")
+	code, _, errOut = ctl(t, "bench", "--embedded", "--database-url", "postgres://x", "--state-size", "1GB")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "--state-size must be a size such as 1KB")
+	code, _, errOut = ctl(t, "bench", "--embedded", "--database-url", "postgres://x", "--kafka-seeds", "localhost:1", "--state-size", "64MB")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "the state size must be 0 to")
 }
