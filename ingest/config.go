@@ -14,6 +14,8 @@ import (
 const (
 	DefaultAddr              = ":8080"
 	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxBatchJobs      = 1000
+	DefaultMaxBatchBytes     = 8 << 20
 	DefaultMaxActionsPerJob  = 100
 	DefaultMaxInputBytes     = 256 << 10
 	DefaultMaxWait           = 30 * time.Second
@@ -50,6 +52,13 @@ type Config struct {
 	// Default 1 MiB, which with record.DefaultMaxSize keeps every accepted
 	// job within the broker's default message size.
 	MaxBodyBytes int64
+	// MaxBatchJobs bounds the jobs of one POST /v1/jobs:batch; more are
+	// answered 413 too_many_jobs. Default 1000.
+	MaxBatchJobs int
+	// MaxBatchBytes bounds the body of a POST /v1/jobs:batch, answered 413
+	// body_too_large beyond it; each job in it is held to MaxBodyBytes.
+	// Default 8 MiB.
+	MaxBatchBytes int64
 	// MaxActionsPerJob bounds the actions of one job (a create job's name
 	// and slug count as actions). Default 100.
 	MaxActionsPerJob int
@@ -94,6 +103,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxBatchJobs == 0 {
+		c.MaxBatchJobs = DefaultMaxBatchJobs
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if c.MaxActionsPerJob == 0 {
 		c.MaxActionsPerJob = DefaultMaxActionsPerJob
@@ -146,6 +161,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes > record.DefaultMaxSize {
 		return fmt.Errorf("ingest max body bytes %d exceeds the %d bytes a job record may have", c.MaxBodyBytes, record.DefaultMaxSize)
+	}
+	if c.MaxBatchJobs < 1 {
+		return fmt.Errorf("ingest max batch jobs must be at least 1, got %d", c.MaxBatchJobs)
+	}
+	if c.MaxBatchBytes < 1 {
+		return fmt.Errorf("ingest max batch bytes must be positive, got %d", c.MaxBatchBytes)
 	}
 	if c.MaxActionsPerJob < 1 {
 		return fmt.Errorf("ingest max actions per job must be at least 1, got %d", c.MaxActionsPerJob)

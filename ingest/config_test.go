@@ -23,7 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 	c := ingest.Config{}.WithDefaults()
 	require.NoError(t, c.Validate())
 	require.Equal(t, ingest.Config{
-		Addr: ":8080", JobsTopic: "doclog.jobs", MaxBodyBytes: 1 << 20, MaxActionsPerJob: 100, MaxInputBytes: 256 << 10,
+		Addr: ":8080", JobsTopic: "doclog.jobs", MaxBodyBytes: 1 << 20, MaxBatchJobs: 1000, MaxBatchBytes: 8 << 20, MaxActionsPerJob: 100, MaxInputBytes: 256 << 10,
 		JobsRetention: 7 * 24 * time.Hour, MaxWait: 30 * time.Second, PollInterval: 100 * time.Millisecond, PollBatch: 1000,
 		ProduceTimeout: 10 * time.Second, ReadHeaderTimeout: 10 * time.Second, ShutdownTimeout: 30 * time.Second,
 	}, c)
@@ -37,6 +37,8 @@ func TestConfigDefaults(t *testing.T) {
 		{"body beyond a record", func(c *ingest.Config) { c.MaxBodyBytes = 2 << 20 }, "exceeds the 1048576 bytes a job record may have"},
 		{"negative body", func(c *ingest.Config) { c.MaxBodyBytes = -1 }, "max body bytes must be positive"},
 		{"no actions", func(c *ingest.Config) { c.MaxActionsPerJob = -1 }, "max actions per job must be at least 1"},
+		{"no batch jobs", func(c *ingest.Config) { c.MaxBatchJobs = -1 }, "max batch jobs must be at least 1"},
+		{"negative batch", func(c *ingest.Config) { c.MaxBatchBytes = -1 }, "max batch bytes must be positive"},
 		{"negative input", func(c *ingest.Config) { c.MaxInputBytes = -1 }, "max input bytes must be positive"},
 		{"negative wait", func(c *ingest.Config) { c.MaxWait = -time.Second }, "max wait must be positive"},
 		{"negative poll", func(c *ingest.Config) { c.PollInterval = -time.Second }, "poll interval must be positive"},

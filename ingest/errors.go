@@ -14,6 +14,7 @@ const (
 	CodeUnsupportedMedia    = "unsupported_media_type"
 	CodeBodyTooLarge        = "body_too_large"
 	CodeTooManyActions      = "too_many_actions"
+	CodeTooManyJobs         = "too_many_jobs"
 	CodeInputTooLarge       = "input_too_large"
 	CodeRecordTooLarge      = "record_too_large"
 	CodeMalformedJSON       = "malformed_json"

@@ -158,6 +158,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/jobs", h.auth(httpapi.ScopeWrite, h.submitJob))
+	mux.Handle("POST /v1/jobs:batch", h.auth(httpapi.ScopeWrite, h.submitBatch))
 	mux.Handle("POST /v1/documents", h.auth(httpapi.ScopeWrite, h.createDocument))
 	mux.Handle("DELETE /v1/documents/{id}", h.auth(httpapi.ScopeWrite, h.deleteDocument))
 	mux.Handle("POST /v1/documents/{id}/load", h.auth(httpapi.ScopeWrite, h.loadDocument))
@@ -233,17 +234,23 @@ type submitted struct {
 func jobID(r *http.Request) (id string, keyed bool, apiErr *APIError) {
 	keys, present := r.Header["Idempotency-Key"]
 	if !present {
-		v7, err := uuid.NewV7()
-		if err != nil {
-			return "", false, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "a job id could not be generated", Cause: err}
-		}
-		return v7.String(), false, nil
+		id, apiErr := newJobID()
+		return id, false, apiErr
 	}
 	if len(keys) != 1 || keys[0] == "" || len(keys[0]) > maxIdempotencyKey {
 		return "", false, &APIError{Status: http.StatusBadRequest, Code: CodeInvalidField, Field: "Idempotency-Key",
 			Message: fmt.Sprintf("Idempotency-Key: must be one header of 1 to %d bytes", maxIdempotencyKey)}
 	}
 	return model.JobIDFromIdempotencyKey(keys[0]), true, nil
+}
+
+// newJobID is the id of a job submitted without an idempotency key.
+func newJobID() (string, *APIError) {
+	v7, err := uuid.NewV7()
+	if err != nil {
+		return "", &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "a job id could not be generated", Cause: err}
+	}
+	return v7.String(), nil
 }
 
 // decodeRequest reads a submit's JSON body into v and assigns its job id;
@@ -346,21 +353,12 @@ func (h *Handler) deleteDocument(w http.ResponseWriter, r *http.Request) {
 
 // submit validates, produces and answers.
 func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s *submission) {
-	job, apiErr := h.validator.build(s, jobID)
-	if apiErr == nil {
-		apiErr = h.checkSignatures(job, s)
-	}
+	job, rec, apiErr := h.prepare(s, jobID)
 	if apiErr != nil {
 		h.refuse(w, r, apiErr)
 		return
 	}
-	rec, err := record.NewJobRecord(h.cfg.JobsTopic, job)
-	if err != nil {
-		h.refuse(w, r, recordError(err))
-		return
-	}
-	jl := h.logger.With(zap.String("job_id", job.JobID), zap.String("document_id", job.DocumentID),
-		zap.String("kind", string(job.Kind)), zap.String("document_type", job.DocumentType))
+	jl := h.jobLogger(job)
 	// A client that hangs up does not cancel the produce: the record may
 	// already be on its way, and the outcome is still worth logging.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.ProduceTimeout)
@@ -368,22 +366,53 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 	start := time.Now()
 	if err := h.produce(ctx, rec); err != nil {
 		jl.Error("produce job", httpapi.RequestIDField(r), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
-		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
-			writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeRecordTooLarge,
-				Message: fmt.Sprintf("the broker refused the job's record of %d bytes as too large", len(rec.Value))})
-			return
-		}
-		// The client learns that the broker is the trouble, not the
-		// client's error, whose text names the brokers' addresses: that
-		// is in the log entry above, under the request id.
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeBrokerUnavailable,
-			Message: fmt.Sprintf("the broker did not acknowledge job %s; it may or may not have been accepted, so retry with the same Idempotency-Key", job.JobID)})
+		writeError(w, produceError(err, job, rec))
 		return
 	}
 	jl.Debug("job accepted", zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
-	statusURL := "/v1/jobs/" + job.JobID
-	w.Header().Set("Location", statusURL)
-	writeJSON(w, http.StatusAccepted, submitted{JobID: job.JobID, DocumentID: job.DocumentID, Status: oplog.JobPending, StatusURL: statusURL})
+	acc := accepted(job)
+	w.Header().Set("Location", acc.StatusURL)
+	writeJSON(w, http.StatusAccepted, acc)
+}
+
+// prepare validates a submission and encodes its job's record.
+func (h *Handler) prepare(s *submission, jobID string) (*record.Job, *kgo.Record, *APIError) {
+	job, apiErr := h.validator.build(s, jobID)
+	if apiErr == nil {
+		apiErr = h.checkSignatures(job, s)
+	}
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	rec, err := record.NewJobRecord(h.cfg.JobsTopic, job)
+	if err != nil {
+		return nil, nil, recordError(err)
+	}
+	return job, rec, nil
+}
+
+func (h *Handler) jobLogger(job *record.Job) *zap.Logger {
+	return h.logger.With(zap.String("job_id", job.JobID), zap.String("document_id", job.DocumentID),
+		zap.String("kind", string(job.Kind)), zap.String("document_type", job.DocumentType))
+}
+
+// accepted is the answer for a job the broker acknowledged.
+func accepted(job *record.Job) submitted {
+	return submitted{JobID: job.JobID, DocumentID: job.DocumentID, Status: oplog.JobPending, StatusURL: "/v1/jobs/" + job.JobID}
+}
+
+// produceError is the answer for a job whose record the broker did not
+// acknowledge.
+func produceError(err error, job *record.Job, rec *kgo.Record) *APIError {
+	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeRecordTooLarge,
+			Message: fmt.Sprintf("the broker refused the job's record of %d bytes as too large", len(rec.Value))}
+	}
+	// The client learns that the broker is the trouble, not the client's
+	// error, whose text names the brokers' addresses: that is in the log
+	// entry of the failure, under the request id.
+	return &APIError{Status: http.StatusServiceUnavailable, Code: CodeBrokerUnavailable,
+		Message: fmt.Sprintf("the broker did not acknowledge job %s; it may or may not have been accepted, so retry with the same Idempotency-Key", job.JobID)}
 }
 
 // produce sends the record and waits for its acknowledgement until ctx
