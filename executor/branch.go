@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/doclog/doclog/executor/place"
 	"github.com/doclog/doclog/executor/reduce"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
@@ -314,18 +315,22 @@ func (b *branchJob) fork(ctx context.Context) (*branchPlan, error) {
 	return plan, nil
 }
 
-// promote makes the target equal the source, scope by scope, from the last
+// promote makes the target equal the source, scope by scope: the source
+// wins, as a promote picks a winner and does not merge. From the last
 // point where they held the same state (the fork point, or the tips the
-// last promote between them made equal): the source's operations after it
+// last promote between them made equal), the source's operations after it
 // are re-appended to the target after its tip, the first with a skip over
-// the target's own operations since that point, and replayed on the
-// target's state there, so every state is re-derived and its hash checked
-// against the source's. A target that did not move is fast-forwarded.
+// the target's own operations since that point; where there is no such
+// point, the source's effective operations supersede the whole of the
+// target's scope (promoted). They are replayed on the target's state
+// before them, so every state is re-derived and its hash checked against
+// the source's. A target that did not move is fast-forwarded; a scope the
+// source has no operation of is left as the target has it.
 func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 	j := b.j
 	src, dst := j.BranchOrDefault(), j.Promote.Onto
 	if src == dst {
-		return nil, &reduce.PromoteUnsupportedError{DocumentID: j.DocumentID, Branch: src, Onto: dst, Reason: "a branch is not promoted onto itself"}
+		return nil, &reduce.InvalidPromoteError{DocumentID: j.DocumentID, Branch: src, Onto: dst, Reason: "a branch is not promoted onto itself"}
 	}
 	srcRef, _, srcTips, err := b.live(ctx, src, true)
 	if err != nil {
@@ -347,15 +352,18 @@ func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 	}
 	// own and base: where the source and the target last held the same
 	// state, per scope; the entry that says so is the one updated.
+	// Branches with no fork between them have no such point: every
+	// scope is then promoted whole, and no entry changes.
 	var own, base map[string]int64
 	var entry oplog.BranchRef
+	related := true
 	switch {
 	case srcRef.Base == dst:
 		own, base, entry = srcRef.OwnPoint, srcRef.BasePoint, srcRef
 	case dstRef.Base == src:
 		own, base, entry = dstRef.BasePoint, dstRef.OwnPoint, dstRef
 	default:
-		entry = srcRef
+		related = false
 	}
 	entry.DocumentID, entry.JobID = j.DocumentID, j.JobID
 	if entry.Branch == "" {
@@ -371,43 +379,31 @@ func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 		if o > S || bp > T {
 			o, bp = 0, 0
 		}
-		unsupported := func(reason string) error {
-			return &reduce.PromoteUnsupportedError{DocumentID: j.DocumentID, Branch: src, Onto: dst, Scope: s, Reason: reason}
-		}
-		from, skip := o, T-bp
-		switch {
-		case S == o && T == bp:
+		if S == o && T == bp {
 			continue // already equal
-		case S == o && (o <= 1 || bp <= 1):
-			// Re-applying the last shared operation would supersede the
-			// target's scope from its first operation, and a replay
-			// cannot rebuild a scope from before its first operation.
-			return nil, unsupported("the target moved and the source did not, and they share at most one operation of this scope: a skip cannot take the target back before its first operation")
-		case S == o:
-			// The target moved and the source did not: re-apply the
-			// source's last shared operation over the target's own.
-			from, skip = o-1, T-bp+1
-		case bp == 0 && T > 0:
-			return nil, unsupported("the branches share no operation of this scope, and the target has some: a skip cannot supersede a whole stream")
+		}
+		if S == 0 {
+			// The source has no operation of this scope, and no
+			// operation empties a stream: the target keeps its own, and
+			// the scope's sync points stay where they were.
+			continue
 		}
 		fromKey := oplog.StreamKey{DocumentID: j.DocumentID, Scope: s, Branch: src}
 		to := oplog.StreamKey{DocumentID: j.DocumentID, Scope: s, Branch: dst}
-		ops, err := b.read(ctx, fromKey, from, S)
+		ops, skip, err := b.promoted(ctx, fromKey, S, T, o, bp)
 		if err != nil {
 			return nil, err
 		}
 		for i := range ops {
 			op := &ops[i]
-			if op.Index-op.Skip < from || (i == 0 && op.Skip > 0) {
-				return nil, unsupported(fmt.Sprintf("the source's operation %d has a skip of %d, which reaches into the shared prefix", op.Index, op.Skip))
-			}
 			op.Index = T + int64(i)
 			op.OpID, op.JobID, op.Branch = model.OpID(j.JobID, n), j.JobID, dst
 			op.Ordinal, op.TxID, op.WrittenAt = 0, 0, time.Time{}
 			n++
 		}
 		// The target's state before the first of them, as a replay of the
-		// target will see it: after its first T-skip operations, at index T.
+		// target will see it: after its first T-skip operations, at index
+		// T (empty when the skip supersedes the whole scope).
 		head, err := b.stateAt(ctx, to, docType, T-skip)
 		if err != nil {
 			return nil, err
@@ -441,11 +437,53 @@ func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 	} else {
 		entry.OwnPoint, entry.BasePoint = newBase, newOwn
 	}
-	if entry.Base != "" {
+	if related {
 		req.Branch = &entry
 	}
 	plan.req = req
 	return plan, nil
+}
+
+// promoted returns the source's operations a promote re-appends to the
+// target of one scope, as the source stores them (their skips within the
+// list still to apply), and the skip of the first: from the sync points
+// (own o on the source at tip S, base bp on the target at tip T) when they
+// give a sound start, else every operation a replay of the source keeps,
+// the first superseding the whole of the target's scope (skip T).
+//
+// From the sync points: the source's operations after o with skip T-bp,
+// which supersedes the target's own since bp (0 when the target did not
+// move: a fast-forward); or, when only the target moved, the source's last
+// shared operation again, with skip T-bp+1. Neither holds when a source
+// operation's own skip reaches into the shared prefix, when the last
+// shared operation is the scope's first (a skip reaching the target's
+// first operation supersedes the whole scope anyway), or when the branches
+// have no sync point (no fork between them): then the whole scope.
+func (b *branchJob) promoted(ctx context.Context, k oplog.StreamKey, S, T, o, bp int64) ([]oplog.Operation, int64, error) {
+	from, skip := o, T-bp
+	if S == o {
+		from, skip = o-1, T-bp+1
+	}
+	if bp > 0 && from >= 1 {
+		ops, err := b.read(ctx, k, from, S)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !slices.ContainsFunc(ops, func(op oplog.Operation) bool { return op.Index-op.Skip < from || (op.Index == from && op.Skip > 0) }) {
+			return ops, skip, nil
+		}
+	}
+	all, err := b.read(ctx, k, 0, S)
+	if err != nil {
+		return nil, 0, err
+	}
+	eff := place.Effective(all)
+	ops := make([]oplog.Operation, len(eff))
+	for i, e := range eff {
+		ops[i] = all[e]
+		ops[i].Skip = 0
+	}
+	return ops, T, nil
 }
 
 // deleteBranch marks the branch deleted in the registry, under the head

@@ -8,15 +8,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 
-	"github.com/doclog/doclog/executor"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/model/jsondoc"
 	"github.com/doclog/doclog/projectors/docview"
-	"github.com/doclog/doclog/projectors/projtest"
 	"github.com/doclog/doclog/record"
 )
 
@@ -27,36 +23,8 @@ import (
 // quarantined.
 func TestDocviewFollowsAReshuffle(t *testing.T) {
 	t.Parallel()
-	env := projtest.New(t, docview.Migrations())
-	reg := registry(t)
-	ex, err := executor.New(executor.Config{
-		Store: env.Log, Registry: reg, Kafka: env.Kafka.Config, Topics: env.Kafka.Names, Group: env.Kafka.Group("executor"),
-		SessionTimeout: 3 * time.Second, RebalanceTimeout: 5 * time.Second, HeartbeatInterval: 300 * time.Millisecond,
-		FetchMaxWait: 200 * time.Millisecond, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 300 * time.Millisecond,
-		StoreTimeout: 5 * time.Second, ProduceTimeout: 10 * time.Second, ShutdownTimeout: 10 * time.Second,
-		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
-	})
-	require.NoError(t, err)
-	require.NoError(t, ex.Start(context.Background()))
-	t.Cleanup(func() { require.NoError(t, ex.Stop(context.Background())) })
-	env.Start(env.Config(docview.Projector{}, "docview"))
-	view := docview.NewView(env.Pool, env.Store)
-	producer := env.Kafka.Client(kgo.ProducerLinger(0), kgo.UnknownTopicRetries(-1))
-	produce := func(recs ...*kgo.Record) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, producer.ProduceSync(ctx, recs...).FirstErr())
-	}
-	wait := func(id string) oplog.JobResult {
-		var jr oplog.JobResult
-		env.Eventually(func() bool {
-			res, err := env.Log.JobResults(context.Background(), []string{id})
-			require.NoError(t, err)
-			jr = res[id]
-			return jr.Status != ""
-		}, 30*time.Second, "job "+id+" has no result")
-		return jr
-	}
+	stack := newViewStack(t)
+	env, view, produce, wait := stack.env, stack.view, stack.produce, stack.wait
 
 	const doc = "doc-view"
 	global := oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}

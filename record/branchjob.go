@@ -45,7 +45,7 @@ type Fork struct {
 // Promote is what a promote job rewrites.
 type Promote struct {
 	// Onto is the branch made equal to the job's branch; the job's branch
-	// itself fails the job as PromoteUnsupported.
+	// itself fails the job as InvalidPromote.
 	Onto string `json:"onto"`
 	// ExpectedTip is Onto's tip the producer saw: its revision per
 	// non-empty scope (a scope left out is expected empty). Required: a

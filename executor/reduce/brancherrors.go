@@ -16,9 +16,9 @@ const (
 	// NameInvalidForkPoint: a fork point past the source's tip, or one
 	// that leaves out the document's creation.
 	NameInvalidForkPoint = "InvalidForkPoint"
-	// NamePromoteUnsupported: a promote whose result skips cannot express
-	// (see PromoteUnsupportedError).
-	NamePromoteUnsupported = "PromoteUnsupported"
+	// NameInvalidPromote: a promote that has no meaning (see
+	// InvalidPromoteError).
+	NameInvalidPromote = "InvalidPromote"
 	// NameBranchesUnsupported: the log backend keeps no branch registry.
 	NameBranchesUnsupported = "BranchesUnsupported"
 )
@@ -78,18 +78,16 @@ func (e *InvalidForkPointError) Error() string {
 	return fmt.Sprintf("fork of %s/%s at %q %d (tip %d): %s", e.DocumentID, e.Branch, e.Scope, e.At, e.Tip, e.Reason)
 }
 
-// PromoteUnsupportedError fails a promote the log cannot express with skip:
-// a scope the target must lose entirely (the source has none of it since
-// the branches parted), branches with no fork between them whose target is
-// not empty, or a source operation whose own skip reaches into the shared
-// prefix.
-type PromoteUnsupportedError struct {
+// InvalidPromoteError fails a promote that has no meaning: a branch
+// promoted onto itself. Every promote between two live branches of a
+// document otherwise applies or is a BranchConflictError.
+type InvalidPromoteError struct {
 	DocumentID, Branch, Onto, Scope string
 	Reason                          string
 }
 
-func (e *PromoteUnsupportedError) Name() string { return NamePromoteUnsupported }
-func (e *PromoteUnsupportedError) Error() string {
+func (e *InvalidPromoteError) Name() string { return NameInvalidPromote }
+func (e *InvalidPromoteError) Error() string {
 	if e.Scope == "" {
 		return fmt.Sprintf("promote of %s/%s onto %s: %s", e.DocumentID, e.Branch, e.Onto, e.Reason)
 	}

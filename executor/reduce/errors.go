@@ -165,7 +165,7 @@ func FailureType(info oplog.ErrorInfo) record.ErrorType {
 		return record.ErrBranchExists
 	case NameBranchNotFound:
 		return record.ErrBranchNotFound
-	case NameInvalidForkPoint, NamePromoteUnsupported, NameBranchesUnsupported:
+	case NameInvalidForkPoint, NameInvalidPromote, NameBranchesUnsupported:
 		return record.ErrInvalidAction
 	case record.ErrorName:
 		return record.ErrDecode
