@@ -30,6 +30,13 @@
 //     pg_stat_statements when installed) over the measured phase, minus the
 //     benchmark's own probes. Both are database-wide: other clients of the
 //     same database count too.
+//   - The time series (Config.Series), a row per SeriesInterval while jobs
+//     are submitted: the latency of the jobs that became READ_READY in the
+//     interval, from the same sampler; their indexes come from reading, at
+//     each tick, the results of the jobs not yet seen written (a statement
+//     per 5,000 jobs, a few per interval). Lag is the consumer groups'
+//     committed offsets against the topics' ends; memory and CPU are read
+//     from /proc for each followed process and its descendants.
 //   - Peak RSS is VmHWM from /proc: this process's when embedded, else the
 //     processes named doclog on this host, if any.
 //
@@ -148,6 +155,17 @@ type Config struct {
 	// Default 4.
 	Partitions int32
 
+	// Series, if set, receives the run's time series as CSV: a row every
+	// SeriesInterval while jobs are submitted (see SeriesRow).
+	Series io.Writer
+	// SeriesInterval is the length of a row of the series. Default 10s.
+	SeriesInterval time.Duration
+	// SeriesProcesses are the processes whose memory and CPU the series
+	// follows, each with its children. Default: those of the report's CPU
+	// (this process, the run's doclog processes, the Postgres cluster and
+	// the local Kafka brokers).
+	SeriesProcesses []SeriesProcess
+
 	// CPUProfile, if set, receives a pprof CPU profile of this process over
 	// the measured phase (submission and drain): with Embedded, of the
 	// roles at work.
@@ -188,6 +206,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.SampleInterval, DefaultSampleInterval)
 	setDefault(&c.BaselineChunk, DefaultBaselineChunk)
 	setDefault(&c.Partitions, DefaultPartitions)
+	setDefault(&c.SeriesInterval, DefaultSeriesInterval)
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -236,6 +255,9 @@ func (c Config) Validate() error {
 	}
 	if c.StateBytes < 0 || c.StateBytes > maxStateBytes {
 		errs = append(errs, fmt.Errorf("the state size must be 0 to %d bytes, not %d", maxStateBytes, c.StateBytes))
+	}
+	if c.SeriesInterval <= 0 {
+		errs = append(errs, fmt.Errorf("the series interval must be positive, not %s", c.SeriesInterval))
 	}
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("the rate must not be negative, got %g", c.Rate))

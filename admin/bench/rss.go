@@ -59,6 +59,12 @@ func processLabel(args []string) string {
 
 // vmHWM reads the peak resident set of /proc/<pid>/status, in bytes.
 func vmHWM(pid string) (int64, bool) {
+	kb, ok := statusField(pid, "VmHWM:")
+	return kb << 10, ok
+}
+
+// statusField reads a "Name:   123 kB" line of /proc/<pid>/status, in kB.
+func statusField(pid, field string) (int64, bool) {
 	f, err := os.Open(filepath.Join("/proc", pid, "status"))
 	if err != nil {
 		return 0, false
@@ -66,13 +72,13 @@ func vmHWM(pid string) (int64, bool) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			fields := strings.Fields(v) // "123456 kB"
+		if v, ok := strings.CutPrefix(sc.Text(), field); ok {
+			fields := strings.Fields(v)
 			if len(fields) == 0 {
 				return 0, false
 			}
 			kb, err := strconv.ParseInt(fields[0], 10, 64)
-			return kb << 10, err == nil
+			return kb, err == nil
 		}
 	}
 	return 0, false

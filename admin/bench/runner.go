@@ -62,6 +62,7 @@ type runner struct {
 	// from the database's counters.
 	probes atomic.Int64
 	samp   *sampler
+	ser    *series // nil without Config.Series
 }
 
 func newRunner(ctx context.Context, cfg Config) (_ *runner, err error) {
@@ -172,7 +173,13 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	}
 	cpuBefore := snapshotCPU(cpuGroups)
 	start := time.Now()
+	stopSeries := r.startSeries(ctx, start, cpuGroups)
 	loadDone := r.load(ctx, start)
+	if err := stopSeries(); err != nil {
+		stopSampler()
+		sw.Wait()
+		return nil, err
+	}
 	drained, err := r.drain(ctx, start)
 	cpuAfter, wall := snapshotCPU(cpuGroups), time.Since(start)
 	if r.cfg.CPUProfile != nil {
@@ -355,6 +362,29 @@ func (r *runner) submit(ctx context.Context, d, n int, t time.Time) {
 		return
 	}
 	r.jobs[d] = append(r.jobs[d], job{id: id, doc: d, ops: len(in), submitted: t})
+	if r.ser != nil {
+		r.ser.add(r.jobs[d][len(r.jobs[d])-1])
+	}
+}
+
+// startSeries starts the time series, if configured, and returns what
+// stops it at the end of the load.
+func (r *runner) startSeries(ctx context.Context, start time.Time, groups []cpuGroup) (stop func() error) {
+	if r.cfg.Series == nil {
+		return func() error { return nil }
+	}
+	prefix := r.cfg.TopicPrefix
+	if r.emb != nil {
+		prefix = strings.TrimSuffix(r.emb.names.Jobs, kafka.JobsTopic)
+	}
+	r.ser = newSeries(r, prefix, groups)
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.ser.run(sctx, start) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
 }
 
 // load submits for the configured duration (or the fixed workload) and returns when the last

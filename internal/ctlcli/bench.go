@@ -23,6 +23,8 @@ func newBenchCmd(g *globals) *cobra.Command {
 		logLevel     string
 		cpuProfile   string
 		stateSize    string
+		seriesFile   string
+		seriesProcs  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -69,6 +71,11 @@ apply: --duration (or the fixed workload) and --drain bound the run.`,
 				}
 				cfg.StateBytes = n
 			}
+			procs, err := parseSeriesProcesses(seriesProcs)
+			if err != nil {
+				return usageError{err}
+			}
+			cfg.SeriesProcesses = procs
 			cfg = cfg.WithDefaults()
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
@@ -88,6 +95,14 @@ apply: --duration (or the fixed workload) and --drain bound the run.`,
 				}
 				defer f.Close()
 				cfg.CPUProfile = f
+			}
+			if seriesFile != "" {
+				f, err := os.Create(seriesFile)
+				if err != nil {
+					return fmt.Errorf("creating the series file: %w", err)
+				}
+				defer f.Close()
+				cfg.Series = f
 			}
 			var bar *benchProgress
 			if showProgress || isTerminal(g.errOut) {
@@ -129,10 +144,27 @@ apply: --duration (or the fixed workload) and --drain bound the run.`,
 	f.StringVar(&cfg.AuthToken, "auth-token", "", "bearer token for the ingest API")
 	f.BoolVar(&cfg.Embedded, "embedded", false, "run ingest, executor and projectors in this process against --database-url and --kafka-seeds")
 	f.Int32Var(&cfg.Partitions, "partitions", bench.DefaultPartitions, "partitions of the jobs topic of an --embedded run")
+	f.StringVar(&seriesFile, "series", "", "write a time series as CSV to this file: a row per --series-interval of throughput, READ_READY p50/p99, consumer lag, and memory and CPU per process")
+	f.DurationVar(&cfg.SeriesInterval, "series-interval", bench.DefaultSeriesInterval, "the length of a row of --series")
+	f.StringArrayVar(&seriesProcs, "series-process", nil, "NAME=PID: a process (with its descendants) whose memory and CPU --series follows; repeat it (default: this process, and the processes named doclog)")
 	f.BoolVar(&showProgress, "progress", false, "draw the progress bar on stderr even when it is not a terminal")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a pprof CPU profile of this process over submission and drain (with --embedded: of the roles at work)")
 	f.StringVar(&logLevel, "log-level", "", "log the embedded roles on stderr at this level (default: no logs)")
 	return cmd
+}
+
+// parseSeriesProcesses reads --series-process NAME=PID values.
+func parseSeriesProcesses(values []string) ([]bench.SeriesProcess, error) {
+	var out []bench.SeriesProcess
+	for _, v := range values {
+		name, pid, ok := strings.Cut(v, "=")
+		n, err := strconv.Atoi(pid)
+		if !ok || name == "" || err != nil || n <= 0 {
+			return nil, fmt.Errorf("--series-process takes NAME=PID, not %q", v)
+		}
+		out = append(out, bench.SeriesProcess{Name: name, PID: n})
+	}
+	return out, nil
 }
 
 // renderBench writes the report: JSON with -o json, else a table of the
