@@ -40,6 +40,10 @@ bench-latency: ## Latency target (p99 to READ_READY at half the peak rate): clos
 bench-w1: ## W1 fixed (200 × 50 = 10,000 operations), the Powerhouse reactor and doclog side by side on one Postgres, both modes; DATABASE_URL and KAFKA_SEEDS to reuse running services
 	@scripts/bench-reference.sh
 
+.PHONY: bench-rebuild
+bench-rebuild: ## Rebuild of docview and the indexer from a log of OPS operations (default 1,000,000) against a raw COPY of the same rows, in one run
+	@scripts/bench-rebuild.sh
+
 .PHONY: chaos
 chaos: ## Chaos run (docs/reliability.md): roles as processes under kill -9, broker and Postgres restarts, a rebalance, cuts; SEED=n or CHAOS_SEEDS="1 2 3 4 5"
 	@SEED="$(SEED)" CHAOS_SEEDS="$(CHAOS_SEEDS)" scripts/chaos.sh

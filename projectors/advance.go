@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
@@ -127,6 +128,10 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 	if err != nil {
 		return out, err
 	}
+	fromLog, err := a.readMissing(ctx, w, keys, heads, quarantined)
+	if err != nil {
+		return out, err
+	}
 	for _, k := range keys {
 		x := w[k]
 		if _, q := quarantined[k]; q {
@@ -144,9 +149,7 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 		ops, healed, skipped := contiguous(x.ops, head.LastIndex, x.upTo)
 		out.skipped += skipped
 		if ops == nil {
-			if ops, err = a.readLog(ctx, k, head.LastIndex+1, x.upTo); err != nil {
-				return out, err
-			}
+			ops = fromLog[k]
 			healed = len(ops)
 		}
 		if len(ops) == 0 {
@@ -233,6 +236,62 @@ func contiguous(ops []oplog.Operation, last, upTo int64) (out []oplog.Operation,
 		out = append(out, *op)
 	}
 	return out, 0, skipped
+}
+
+// logReaders bounds the log reads of one batch in flight at once. A
+// variable so that a benchmark can compare it with one reader.
+var logReaders = 4
+
+// readMissing reads from the log, several streams at once, the operations
+// of every wanted stream that the batch does not hold contiguously past its
+// head. A rebuild heals every stream of a page from the log: read one after
+// another, each round trip left the cores idle, and the reads were most of
+// a rebuild's time. The log only grows, so reading outside the batch's
+// transaction sees what it would.
+func (a *advancer) readMissing(ctx context.Context, w wants, keys []oplog.StreamKey, heads map[oplog.StreamKey]Head,
+	quarantined map[oplog.StreamKey]Quarantine,
+) (map[oplog.StreamKey][]oplog.Operation, error) {
+	type read struct {
+		stream     oplog.StreamKey
+		from, upTo int64
+	}
+	var reads []read
+	for _, k := range keys {
+		if _, q := quarantined[k]; q {
+			continue
+		}
+		last := int64(-1)
+		if h, ok := heads[k]; ok {
+			last = h.LastIndex
+		}
+		x := w[k]
+		if x.upTo <= last {
+			continue
+		}
+		if ops, _, _ := contiguous(x.ops, last, x.upTo); ops == nil {
+			reads = append(reads, read{k, last + 1, x.upTo})
+		}
+	}
+	if len(reads) == 0 {
+		return nil, nil
+	}
+	got := make([][]oplog.Operation, len(reads))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(logReaders)
+	for i, r := range reads {
+		g.Go(func() (err error) {
+			got[i], err = a.readLog(gctx, r.stream, r.from, r.upTo)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make(map[oplog.StreamKey][]oplog.Operation, len(reads))
+	for i, r := range reads {
+		out[r.stream] = got[i]
+	}
+	return out, nil
 }
 
 func (a *advancer) readLog(ctx context.Context, k oplog.StreamKey, from, upTo int64) ([]oplog.Operation, error) {

@@ -23,3 +23,12 @@ func (r *Runner) DocumentTypeReads() int64 {
 	}
 	return r.types.reads.Load()
 }
+
+// SetLogReaders sets how many log reads one batch has in flight at once
+// (BenchmarkRebuild compares one with the default) and returns the
+// previous value.
+func SetLogReaders(n int) int {
+	prev := logReaders
+	logReaders = n
+	return prev
+}
