@@ -121,6 +121,12 @@ type Config struct {
 	// SampleInterval is how often the READ_READY sampler reads the document
 	// view. Default 20ms.
 	SampleInterval time.Duration
+	// JobsPerRequest, above 1, submits through POST /v1/jobs:batch (ViaHTTP
+	// only): the documents are dealt into groups of this many, and a
+	// group's jobs go in requests of up to this many (closed loop: the next
+	// job of each of its documents; open loop: those due by the time the
+	// previous request was answered). Default 1: a POST /v1/jobs per job.
+	JobsPerRequest int
 	// StateBytes, when positive, runs workload W2: each document's global
 	// state is filled to about this many canonical bytes before the
 	// measured phase, and each action then changes one of its records.
@@ -207,6 +213,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.BaselineChunk, DefaultBaselineChunk)
 	setDefault(&c.Partitions, DefaultPartitions)
 	setDefault(&c.SeriesInterval, DefaultSeriesInterval)
+	setDefault(&c.JobsPerRequest, 1)
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -255,6 +262,12 @@ func (c Config) Validate() error {
 	}
 	if c.StateBytes < 0 || c.StateBytes > maxStateBytes {
 		errs = append(errs, fmt.Errorf("the state size must be 0 to %d bytes, not %d", maxStateBytes, c.StateBytes))
+	}
+	if c.JobsPerRequest < 1 || c.JobsPerRequest > maxJobsPerRequest {
+		errs = append(errs, fmt.Errorf("the jobs per request must be 1 to %d (ingest's default limit of a batch), not %d", maxJobsPerRequest, c.JobsPerRequest))
+	}
+	if c.JobsPerRequest > 1 && c.Via != ViaHTTP {
+		errs = append(errs, errors.New("jobs per request above 1 go through the ingest API's batch endpoint: submit via http"))
 	}
 	if c.SeriesInterval <= 0 {
 		errs = append(errs, fmt.Errorf("the series interval must be positive, not %s", c.SeriesInterval))

@@ -26,6 +26,9 @@ type Report struct {
 	// Workload says what was submitted: "for 30s", "1 round(s) per
 	// document, 10000 operations" or "10000 operations".
 	Workload string `json:"workload"`
+	// JobsPerRequest is Config.JobsPerRequest: above 1, jobs went through
+	// POST /v1/jobs:batch.
+	JobsPerRequest int `json:"jobsPerRequest"`
 	// StateBytes is workload W2's state size (0: workload W1).
 	StateBytes       int     `json:"stateBytes,omitempty"`
 	SampleIntervalMs float64 `json:"sampleIntervalMs"`
@@ -120,7 +123,7 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 		rep.Loop = "open"
 	}
 	rep.Embedded, rep.Schema, rep.Documents, rep.ActionsPerDocument = c.Embedded, r.schema, c.Documents, c.ActionsPerDocument
-	rep.StateBytes = c.StateBytes
+	rep.StateBytes, rep.JobsPerRequest = c.StateBytes, c.JobsPerRequest
 	rep.DurationSeconds, rep.SampleIntervalMs = c.Duration.Seconds(), float64(c.SampleInterval)/float64(time.Millisecond)
 	rep.Rounds, rep.Operations, rep.Workload = c.Rounds, c.Operations, c.workload()
 	rep.SubmitSeconds = loadDone.Sub(start).Seconds()

@@ -395,7 +395,9 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 	defer cancel()
 	var wg sync.WaitGroup
 	var submitted atomic.Int64
-	if r.cfg.Rate == 0 {
+	if r.cfg.JobsPerRequest > 1 {
+		r.startBatched(lctx, &wg, &submitted, start, end)
+	} else if r.cfg.Rate == 0 {
 		for d := range r.docs {
 			wg.Go(func() {
 				limit := r.cfg.jobsOf(d)
@@ -428,18 +430,7 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 					close(q)
 				}
 			}()
-			total := r.cfg.fixedJobs()
-			for i := 0; ; i++ {
-				due := start.Add(time.Duration(i) * interval)
-				over := !due.Before(end)
-				if total > 0 {
-					over = i >= total
-				}
-				if over || sleepUntil(lctx, due) != nil {
-					return
-				}
-				queues[i%len(queues)] <- due
-			}
+			r.schedule(lctx, start, end, interval, func(d int, due time.Time) { queues[d] <- due })
 		})
 	}
 	ticker := time.NewTicker(200 * time.Millisecond)
@@ -463,6 +454,24 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 			r.progress(Progress{Phase: "submit", Elapsed: elapsed,
 				Submitted: int(submitted.Load()), WriteReady: -1, ReadReady: -1})
 		}
+	}
+}
+
+// schedule is the open loop's clock: job i falls due at start +
+// i×interval and goes to document i mod D (enqueue), until end or the
+// fixed workload's last job.
+func (r *runner) schedule(ctx context.Context, start, end time.Time, interval time.Duration, enqueue func(d int, due time.Time)) {
+	total := r.cfg.fixedJobs()
+	for i := 0; ; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		over := !due.Before(end)
+		if total > 0 {
+			over = i >= total
+		}
+		if over || sleepUntil(ctx, due) != nil {
+			return
+		}
+		enqueue(i%len(r.docs), due)
 	}
 }
 

@@ -51,37 +51,23 @@ func (s *httpSubmitter) create(ctx context.Context, documentID string) (string, 
 }
 
 func (s *httpSubmitter) mutate(ctx context.Context, documentID string, inputs []json.RawMessage) (string, error) {
+	return s.post(ctx, "/v1/jobs", map[string]any{"documentId": documentID, "documentType": jsondoc.DocumentType, "actions": mergePatches(inputs)})
+}
+
+// mergePatches are W1's actions of a job: a merge patch of the global
+// scope per input.
+func mergePatches(inputs []json.RawMessage) []httpAction {
 	actions := make([]httpAction, len(inputs))
 	for i, in := range inputs {
 		actions[i] = httpAction{Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, Input: in}
 	}
-	return s.post(ctx, "/v1/jobs", map[string]any{"documentId": documentID, "documentType": jsondoc.DocumentType, "actions": actions})
+	return actions
 }
 
 func (s *httpSubmitter) post(ctx context.Context, path string, body any) (string, error) {
-	raw, err := json.Marshal(body)
+	data, err := s.send(ctx, path, body, http.StatusAccepted)
 	if err != nil {
 		return "", err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(raw))
-	if err != nil {
-		return "", fmt.Errorf("submitting to %s: %w", path, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("submitting to %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", fmt.Errorf("reading the answer of %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusAccepted {
-		return "", fmt.Errorf("submitting to %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
 	}
 	var ok struct {
 		JobID string `json:"jobId"`
@@ -90,6 +76,76 @@ func (s *httpSubmitter) post(ctx context.Context, path string, body any) (string
 		return "", fmt.Errorf("submitting to %s: an answer without a job id: %s", path, data)
 	}
 	return ok.JobID, nil
+}
+
+// send posts body as JSON to path and returns the answer's body when its
+// status is want.
+func (s *httpSubmitter) send(ctx context.Context, path string, body any, want int) ([]byte, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("submitting to %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("submitting to %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %w", path, err)
+	}
+	if resp.StatusCode != want {
+		return nil, fmt.Errorf("submitting to %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+	}
+	return data, nil
+}
+
+// mutateMany submits the jobs through POST /v1/jobs:batch.
+func (s *httpSubmitter) mutateMany(ctx context.Context, jobs []mutation) ([]string, []error, error) {
+	type wireJob struct {
+		DocumentID   string       `json:"documentId"`
+		DocumentType string       `json:"documentType"`
+		Actions      []httpAction `json:"actions"`
+	}
+	body := struct {
+		Jobs []wireJob `json:"jobs"`
+	}{make([]wireJob, len(jobs))}
+	for i, j := range jobs {
+		body.Jobs[i] = wireJob{DocumentID: j.documentID, DocumentType: jsondoc.DocumentType, Actions: mergePatches(j.inputs)}
+	}
+	data, err := s.send(ctx, "/v1/jobs:batch", body, http.StatusOK)
+	if err != nil {
+		return nil, nil, err
+	}
+	var answer struct {
+		Results []struct {
+			Status   int `json:"status"`
+			Accepted *struct {
+				JobID string `json:"jobId"`
+			} `json:"accepted"`
+			Error json.RawMessage `json:"error"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(data, &answer); err != nil || len(answer.Results) != len(jobs) {
+		return nil, nil, fmt.Errorf("submitting to /v1/jobs:batch: an answer without a result per job: %s", data)
+	}
+	ids, errs := make([]string, len(jobs)), make([]error, len(jobs))
+	for i, res := range answer.Results {
+		if res.Status == http.StatusAccepted && res.Accepted != nil && res.Accepted.JobID != "" {
+			ids[i] = res.Accepted.JobID
+			continue
+		}
+		errs[i] = fmt.Errorf("submitting to /v1/jobs:batch: job %d: %d: %s", i, res.Status, res.Error)
+	}
+	return ids, errs, nil
 }
 
 func (s *httpSubmitter) close() { s.client.CloseIdleConnections() }

@@ -135,6 +135,7 @@ apply: --duration (or the fixed workload) and --drain bound the run.`,
 	f.IntVar(&cfg.Rounds, "rounds", 0, "fixed workload: every document receives this many rounds of --actions actions, then the run stops (excludes --duration and --operations)")
 	f.IntVar(&cfg.Operations, "operations", 0, "fixed workload: this many operations over all documents, then the run stops (excludes --duration and --rounds)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "open loop: submit this many operations/s over all documents (0: closed loop)")
+	f.IntVar(&cfg.JobsPerRequest, "jobs-per-request", 1, "above 1: submit through the ingest API's POST /v1/jobs:batch, up to this many jobs per request (the documents in groups of this many)")
 	f.DurationVar(&cfg.Drain, "drain", bench.DefaultDrain, "after submitting, how long to wait for every job to reach READ_READY")
 	f.DurationVar(&cfg.SampleInterval, "sample-interval", bench.DefaultSampleInterval, "how often the document view is sampled for READ_READY (the latency resolution)")
 	f.StringVar(&stateSize, "state-size", "", "workload W2: fill each document's state to this size first (e.g. 1KB, 100KB, 1MB), then change one record per action")
@@ -185,8 +186,12 @@ func renderBench(g *globals, rep *bench.Report) error {
 	if rep.StateBytes > 0 {
 		workload = fmt.Sprintf("W2 (states of %d bytes)", rep.StateBytes)
 	}
+	via := rep.Via
+	if rep.JobsPerRequest > 1 {
+		via = fmt.Sprintf("%s (up to %d jobs per request)", via, rep.JobsPerRequest)
+	}
 	fmt.Fprintf(g.out, "%s mode %s via %s, %s loop, %s: %d documents, %d actions per round, %s\n",
-		workload, rep.Mode, rep.Via, loop, where, rep.Documents, rep.ActionsPerDocument, rep.Workload)
+		workload, rep.Mode, via, loop, where, rep.Documents, rep.ActionsPerDocument, rep.Workload)
 	if err := g.render(rep, func(t table.Writer) {
 		t.AppendHeader(table.Row{"stage", "jobs", "ops", "jobs/s", "ops/s", "p50 ms", "p95 ms", "p99 ms", "max ms"})
 		t.AppendRow(table.Row{"submitted", rep.Submitted.Jobs, rep.Submitted.Operations,

@@ -35,6 +35,11 @@ func TestBenchEmbedded(t *testing.T) {
 		{"single via kafka, two rounds", []string{"--mode", "single", "--via", "kafka", "--rounds", "2"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations", 0},
 		// 15 operations in jobs of 3: document 0 gets two jobs, the others one.
 		{"batch via http, 15 operations", []string{"--mode", "batch", "--via", "http", "--operations", "15"}, bench.Count{Jobs: 5, Operations: 15}, "15 operations", 0},
+		// Through the batch endpoint: groups of 3 and 1 documents, each
+		// request one job of every document of its group.
+		{"single via http, batches of 3, two rounds", []string{"--mode", "single", "--via", "http", "--rounds", "2", "--jobs-per-request", "3"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations", 0},
+		// Open loop: a request takes what fell due, up to 2 jobs.
+		{"single via http, open loop, batches of 2", []string{"--mode", "single", "--via", "http", "--operations", "20", "--rate", "40", "--jobs-per-request", "2"}, bench.Count{Jobs: 20, Operations: 20}, "20 operations", 0},
 		// W2: each document's state is filled to 8 KB (one fill job) first.
 		{"W2 single via kafka", []string{"--mode", "single", "--via", "kafka", "--duration", "3s", "--state-size", "8KB"}, bench.Count{}, "for 3s", 1},
 	} {
