@@ -266,6 +266,38 @@ func TestVerifyJobOfOtherRange(t *testing.T) {
 	require.Contains(t, f.Message, "1 of those indexes hold no operation")
 }
 
+// TestVerifyLoadJobs: a load job's operations keep their origin's op ids,
+// and a merge re-appends stored operations under theirs; verify holds them
+// to the count the load's result gives, not to ids derived from the job.
+// A log holding an append, a reshuffle and a load of replays verifies clean.
+func TestVerifyLoadJobs(t *testing.T) {
+	t.Parallel()
+	env := projtest.New(t)
+	w := env.NewWorkload(6)
+	d, _ := w.Create("loaded", jsondoc.DocumentType, "")
+	for i := range 2 {
+		_, err := w.Job(d, w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"n": i}))
+		require.NoError(t, err)
+	}
+	remote := func(id string, index int64) record.LoadOperation {
+		a := w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{id: true})
+		return record.LoadOperation{OpID: id, Index: index, Hash: "not checked: a merge re-derives it", Action: a}
+	}
+	early := remote("origin-early", 1)
+	early.Action.TimestampUtcMs = 1  // before both stored operations: both move
+	late := remote("origin-late", 2) // after everything: appended, at an index other than the origin's
+	for _, load := range [][]record.LoadOperation{{early}, {early, late}, {early, late}} {
+		_, err := w.Load(d, load...)
+		require.NoError(t, err)
+	}
+	rep, err := admin.Verify(context.Background(), admin.VerifyConfig{Store: postgres.New(env.Pool), Registry: env.Registry})
+	require.NoError(t, err)
+	require.True(t, rep.Complete)
+	require.Empty(t, rep.Findings)
+	require.Equal(t, 6, rep.Jobs, "the create, two jobs and three loads")
+	require.Equal(t, int64(1+2+3+1), rep.Operations, "the create, two jobs, the merge (the new one and the two moved), the append")
+}
+
 // TestValidateNotesTimestampsAndComparesSnapshots: action timestamps that
 // run backwards are a note, and ValidateDocument compares the document
 // view's snapshot (state, index) with the replay.

@@ -106,7 +106,11 @@ func (v *verifier) operationsInRanges(ctx context.Context, res oplog.JobResult) 
 // checkJob compares a job's result with the operations carrying its id: a
 // WRITE_READY job has exactly one operation at every index of the ranges
 // its result names and none elsewhere, with the op ids the job derives
-// (model.OpID of its n-th action); a FAILED job has none.
+// (model.OpID of its n-th action); a FAILED job has none. A load job's
+// operations keep the ids their origin gave them, and the stored ones its
+// placement moved keep theirs, so its op ids are only held to be distinct,
+// and their number to what its result says the placement wrote (stored
+// plus reshuffled).
 func checkJob(documentID, jobID string, res oplog.JobResult, stored bool, ops []oplog.Operation, oldest time.Time) (findings, notes []Finding) {
 	add := func(kind FindingKind, k *oplog.StreamKey, idx int64, format string, args ...any) {
 		f := Finding{Kind: kind, DocumentID: documentID, Stream: k, Index: idx, JobID: jobID, Message: fmt.Sprintf(format, args...)}
@@ -186,6 +190,16 @@ func checkJob(documentID, jobID string, res oplog.JobResult, stored bool, ops []
 	for n := range total {
 		wantIDs[model.OpID(jobID, n)] = true
 	}
+	if res.Load != nil {
+		wantIDs = nil
+		var placed int64
+		for _, ls := range res.Load.Streams {
+			placed += ls.Stored + ls.Reshuffled
+		}
+		if placed != int64(total) {
+			add(FindingJob, nil, -1, "the load's result says its placement wrote %d operation(s) (stored and reshuffled), its ranges hold %d", placed, total)
+		}
+	}
 	used := map[string]bool{}
 	for _, op := range ops {
 		k := op.Stream()
@@ -193,7 +207,7 @@ func checkJob(documentID, jobID string, res oplog.JobResult, stored bool, ops []
 			add(FindingJob, &k, op.Index, "the operation carries the job's id but lies outside the ranges its result names")
 		}
 		switch {
-		case !wantIDs[op.OpID]:
+		case wantIDs != nil && !wantIDs[op.OpID]:
 			add(FindingJob, &k, op.Index, "op id %s is not one the job derives for its %d action(s)", op.OpID, total)
 		case used[op.OpID]:
 			add(FindingJob, &k, op.Index, "op id %s appears twice in the job", op.OpID)

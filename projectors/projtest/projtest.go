@@ -214,12 +214,31 @@ const noKeyframes = math.MaxInt64
 // JobWith is Job with a hook that may change the operations reduce built
 // before they are appended and announced (a wrong hash, say).
 func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...oplog.Action) (*record.WriteReady, error) {
+	w.env.T.Helper()
+	return w.run(d, &record.Job{JobID: uuid.NewString(), Kind: record.KindMutate, DocumentID: d.ID,
+		DocumentType: d.Type, Branch: d.Branch, Actions: actions}, scopesOf(actions), tamper)
+}
+
+// Load runs a load job of the operations (another replica's, as it stored
+// them) like Job: placed by timestamp by the executor's reduce on the
+// streams as the log holds them, appended, and announced; a load of
+// replays only writes nothing and returns no record.
+func (w *Workload) Load(d *Doc, ops ...record.LoadOperation) (*record.WriteReady, error) {
+	w.env.T.Helper()
+	actions := make([]oplog.Action, len(ops))
+	for i := range ops {
+		actions[i] = ops[i].Action
+	}
+	return w.run(d, &record.Job{JobID: uuid.NewString(), Kind: record.KindLoad, DocumentID: d.ID,
+		DocumentType: d.Type, Branch: d.Branch, Actions: []oplog.Action{}, Operations: ops}, scopesOf(actions), nil)
+}
+
+func (w *Workload) run(d *Doc, j *record.Job, scopes []string, tamper func([]oplog.Operation)) (*record.WriteReady, error) {
 	t := w.env.T
 	t.Helper()
-	job := reduce.Job{Job: &record.Job{JobID: uuid.NewString(), Kind: record.KindMutate, DocumentID: d.ID,
-		DocumentType: d.Type, Branch: d.Branch, Actions: actions}}
+	job := reduce.Job{Job: j}
 	doc := &reduce.Document{ID: d.ID, Jobs: []reduce.Job{job}, Heads: map[oplog.StreamKey]*model.StreamState{}}
-	for _, scope := range append([]string{oplog.ScopeDocument}, scopesOf(actions)...) {
+	for _, scope := range append([]string{oplog.ScopeDocument}, scopes...) {
 		k := oplog.StreamKey{DocumentID: d.ID, Scope: scope, Branch: d.branch()}
 		if _, ok := doc.Heads[k]; !ok {
 			doc.Streams = append(doc.Streams, k)
@@ -227,6 +246,19 @@ func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...op
 		}
 	}
 	r := reduce.Reducer{Registry: w.env.Registry, KeyframeInterval: noKeyframes}
+	for _, k := range r.NeedsStored(d.ID, j) {
+		if doc.Heads[k].Revision == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ops, err := w.env.Log.ReadStream(ctx, k, 0, int(doc.Heads[k].Revision))
+		cancel()
+		require.NoError(t, err)
+		if doc.Stored == nil {
+			doc.Stored = map[oplog.StreamKey][]oplog.Operation{}
+		}
+		doc.Stored[k] = ops
+	}
 	res := r.Reduce(doc, nil)
 	switch v := res.Verdicts[0]; v.Kind {
 	case reduce.Applied:
@@ -254,11 +286,14 @@ func (w *Workload) JobWith(d *Doc, tamper func([]oplog.Operation), actions ...op
 	require.NoError(t, err)
 	require.NoError(t, out[0].Err, "append job %s to %s", job.JobID, d.ID)
 	require.Len(t, out[0].Jobs, 1)
-	wr, err := reduce.WriteReady(job.Job, out[0].Jobs[0], reduce.Stored(ops, &out[0]), time.Now())
-	require.NoError(t, err)
 	for k, st := range res.Heads {
 		d.States[k.Scope] = st
 	}
+	if len(ops) == 0 {
+		return nil, nil // a load of replays only: nothing is announced
+	}
+	wr, err := reduce.WriteReady(job.Job, out[0].Jobs[0], reduce.Stored(ops, &out[0]), time.Now())
+	require.NoError(t, err)
 	if info, ok := model.DocumentInfoOf(d.States[oplog.ScopeDocument]); ok {
 		d.Deleted = info.IsDeleted
 	}
