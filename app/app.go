@@ -297,8 +297,16 @@ func (a *App) buildIngest() error {
 	ic.Addr, ic.JobsTopic, ic.TLS = a.s.IngestAddr, a.names().Jobs, a.tls
 	ic.BearerTokens, ic.ReadTokens = a.s.writeTokens(), a.s.AuthReadTokens
 	ic.JobsRetention = a.s.Topics.JobsRetention
+	// The executor group's backlog is measured through the producer's
+	// client, once per interval for every request (ingest.Config).
+	backlog, err := kafka.NewBacklogWatcher(kafka.BacklogConfig{Client: cl, Group: a.s.Topics.Prefix + executor.DefaultGroup,
+		Topic: ic.JobsTopic, Interval: ic.WithDefaults().ExecutorLagInterval, Logger: a.logger.Named("ingest")})
+	if err != nil {
+		return err
+	}
 	srv, err := ingest.NewServer(ic, ingest.Deps{
 		Producer:   cl,
+		Backlog:    backlog,
 		Results:    a.store,
 		Registry:   a.registry,
 		Signatures: a.signatures(),
@@ -309,6 +317,13 @@ func (a *App) buildIngest() error {
 	if err != nil {
 		return err
 	}
+	a.add(component{name: "ingest-backlog", run: func(ctx context.Context) error {
+		if err := backlog.Start(ctx); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	}, stop: backlog.Stop})
 	a.addServer(RoleIngest, a.apiAddrFlag("--ingest-addr"), srv)
 	return nil
 }

@@ -116,6 +116,9 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request) {
 			results[i] = batchResult{Status: e.Status, Error: &batchError{Code: e.Code, Message: e.Message}}
 			continue
 		}
+		if h.backlog != nil {
+			h.backlog.Produced(1)
+		}
 		jl.Debug("job accepted", zap.Int("batch_index", i), zap.Int("actions", len(jobs[i].Actions)), zap.Duration("elapsed", time.Since(start)))
 		acc := accepted(jobs[i])
 		results[i] = batchResult{Status: http.StatusAccepted, Accepted: &acc}

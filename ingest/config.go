@@ -25,6 +25,13 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultJobsRetention     = kafka.DefaultJobsRetention
+	// The backlog bounds are far above what the executors hold while they
+	// keep up (tens of milliseconds of work) and cap a backlog at under a
+	// second of work, so a job accepted at the bound still reaches
+	// READ_READY within about a second.
+	DefaultMaxExecutorLag        = 500 * time.Millisecond
+	DefaultMaxExecutorLagRecords = 20000
+	DefaultExecutorLagInterval   = kafka.DefaultBacklogInterval
 
 	// maxIdempotencyKey bounds the Idempotency-Key header; the key is
 	// hashed into the job id, so its length only costs memory.
@@ -87,6 +94,22 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful Stop when the caller's context has
 	// no deadline. Default 30s.
 	ShutdownTimeout time.Duration
+	// MaxExecutorLag bounds the executor group's backlog in time: its
+	// records over the rate the group drains them at when busy
+	// (kafka.Backlog.Seconds), about how long a job accepted now would
+	// wait. Past it every submit is answered 429 executor_lag with a
+	// Retry-After, nothing produced. It applies only with Deps.Backlog,
+	// and only once the drain rate is known (MaxExecutorLagRecords holds
+	// before). Default 500ms; negative: no bound.
+	MaxExecutorLag time.Duration
+	// MaxExecutorLagRecords bounds the same backlog in jobs (records of the
+	// jobs topic), over all partitions. Default 20000; negative: no bound.
+	MaxExecutorLagRecords int64
+	// ExecutorLagInterval is how often the backlog is measured (the
+	// watcher behind Deps.Backlog is built with it); a measurement older
+	// than ten intervals and at least five seconds is not acted on, so a
+	// broker that cannot be asked does not stop submits. Default 100ms.
+	ExecutorLagInterval time.Duration
 	// TLS, if not nil, makes the Server serve HTTPS only, with this
 	// configuration (internal/certfile builds one from files, reloading the
 	// certificate). Default nil: plain HTTP.
@@ -137,6 +160,15 @@ func (c Config) WithDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.MaxExecutorLag == 0 {
+		c.MaxExecutorLag = DefaultMaxExecutorLag
+	}
+	if c.MaxExecutorLagRecords == 0 {
+		c.MaxExecutorLagRecords = DefaultMaxExecutorLagRecords
+	}
+	if c.ExecutorLagInterval == 0 {
+		c.ExecutorLagInterval = DefaultExecutorLagInterval
+	}
 	return c
 }
 
@@ -180,7 +212,7 @@ func (c Config) Validate() error {
 	}{
 		{"max wait", c.MaxWait}, {"poll interval", c.PollInterval},
 		{"produce timeout", c.ProduceTimeout}, {"read header timeout", c.ReadHeaderTimeout},
-		{"shutdown timeout", c.ShutdownTimeout},
+		{"shutdown timeout", c.ShutdownTimeout}, {"executor lag interval", c.ExecutorLagInterval},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("ingest %s must be positive, got %s", d.name, d.v)

@@ -26,6 +26,7 @@ func TestConfigDefaults(t *testing.T) {
 		Addr: ":8080", JobsTopic: "doclog.jobs", MaxBodyBytes: 1 << 20, MaxBatchJobs: 1000, MaxBatchBytes: 8 << 20, MaxActionsPerJob: 100, MaxInputBytes: 256 << 10,
 		JobsRetention: 7 * 24 * time.Hour, MaxWait: 30 * time.Second, PollInterval: 100 * time.Millisecond, PollBatch: 1000,
 		ProduceTimeout: 10 * time.Second, ReadHeaderTimeout: 10 * time.Second, ShutdownTimeout: 30 * time.Second,
+		MaxExecutorLag: 500 * time.Millisecond, MaxExecutorLagRecords: 20000, ExecutorLagInterval: 100 * time.Millisecond,
 	}, c)
 
 	for _, tc := range []struct {
@@ -43,6 +44,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"negative wait", func(c *ingest.Config) { c.MaxWait = -time.Second }, "max wait must be positive"},
 		{"negative poll", func(c *ingest.Config) { c.PollInterval = -time.Second }, "poll interval must be positive"},
 		{"negative batch", func(c *ingest.Config) { c.PollBatch = -1 }, "poll batch must be at least 1"},
+		{"negative lag interval", func(c *ingest.Config) { c.ExecutorLagInterval = -1 }, "executor lag interval must be positive"},
 	} {
 		c := ingest.Config{}.WithDefaults()
 		tc.edit(&c)
@@ -50,6 +52,8 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	c = ingest.Config{JobsRetention: -1}.WithDefaults()
 	require.NoError(t, c.Validate(), "a negative retention means the topic keeps records forever")
+	c = ingest.Config{MaxExecutorLag: -1, MaxExecutorLagRecords: -1}.WithDefaults()
+	require.NoError(t, c.Validate(), "negative backlog bounds turn backpressure off")
 }
 
 func TestNewHandlerNeedsItsDeps(t *testing.T) {

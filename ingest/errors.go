@@ -27,6 +27,7 @@ const (
 	CodeJobNotFound         = "job_not_found"
 	CodeBrokerUnavailable   = "broker_unavailable"
 	CodeResultsUnavailable  = "results_unavailable"
+	CodeExecutorLag         = "executor_lag"
 	CodeInternal            = httpapi.CodeInternal
 )
 

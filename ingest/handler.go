@@ -93,6 +93,12 @@ type Deps struct {
 	// ReadReady reports READ_READY (readstore.ReadReadiness). Default nil:
 	// a WRITE_READY job is reported WRITE_READY.
 	ReadReady ReadReadiness
+	// Backlog, when set, is the executor group's backlog on the jobs topic
+	// (a *kafka.BacklogWatcher): past Config.MaxExecutorLag or
+	// MaxExecutorLagRecords a submit is answered 429 executor_lag with a
+	// Retry-After, so producers slow to the rate the executors sustain.
+	// Default nil: no backpressure.
+	Backlog Backlog
 	// Logger logs with job and document ids. Default: no logging.
 	Logger *zap.Logger
 	// Registerer receives the API's metrics (doclog_ingest_*). Default: a
@@ -107,6 +113,7 @@ type Handler struct {
 	producer  Producer
 	results   ResultReader
 	readReady ReadReadiness
+	backlog   Backlog
 	logger    *zap.Logger
 	verifier  SignatureVerifier
 	validator *validator
@@ -115,6 +122,7 @@ type Handler struct {
 	mux       *http.ServeMux
 	served    http.Handler // mux, observed by request metrics
 	produced  prometheus.Histogram
+	refusals  *prometheus.CounterVec
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -143,6 +151,7 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		producer:  deps.Producer,
 		results:   deps.Results,
 		readReady: deps.ReadReady,
+		backlog:   deps.Backlog,
 		verifier:  deps.Signatures,
 		logger:    logger,
 		validator: newValidator(deps.Registry, cfg),
@@ -157,15 +166,15 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		logger.Warn("ingest has read tokens only: every submit will be answered 403 until a write token is configured")
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/jobs", h.auth(httpapi.ScopeWrite, h.submitJob))
-	mux.Handle("POST /v1/jobs:batch", h.auth(httpapi.ScopeWrite, h.submitBatch))
-	mux.Handle("POST /v1/documents", h.auth(httpapi.ScopeWrite, h.createDocument))
-	mux.Handle("DELETE /v1/documents/{id}", h.auth(httpapi.ScopeWrite, h.deleteDocument))
-	mux.Handle("POST /v1/documents/{id}/load", h.auth(httpapi.ScopeWrite, h.loadDocument))
+	mux.Handle("POST /v1/jobs", h.auth(httpapi.ScopeWrite, h.admit(h.submitJob)))
+	mux.Handle("POST /v1/jobs:batch", h.auth(httpapi.ScopeWrite, h.admit(h.submitBatch)))
+	mux.Handle("POST /v1/documents", h.auth(httpapi.ScopeWrite, h.admit(h.createDocument)))
+	mux.Handle("DELETE /v1/documents/{id}", h.auth(httpapi.ScopeWrite, h.admit(h.deleteDocument)))
+	mux.Handle("POST /v1/documents/{id}/load", h.auth(httpapi.ScopeWrite, h.admit(h.loadDocument)))
 	mux.Handle("GET /v1/jobs/{id}", h.auth(httpapi.ScopeRead, h.jobStatus))
-	mux.Handle("POST /v1/documents/{id}/branches", h.auth(httpapi.ScopeWrite, h.forkBranch))
-	mux.Handle("POST /v1/documents/{id}/branches/{branch}/promote", h.auth(httpapi.ScopeWrite, h.promoteBranch))
-	mux.Handle("DELETE /v1/documents/{id}/branches/{branch}", h.auth(httpapi.ScopeWrite, h.deleteBranch))
+	mux.Handle("POST /v1/documents/{id}/branches", h.auth(httpapi.ScopeWrite, h.admit(h.forkBranch)))
+	mux.Handle("POST /v1/documents/{id}/branches/{branch}/promote", h.auth(httpapi.ScopeWrite, h.admit(h.promoteBranch)))
+	mux.Handle("DELETE /v1/documents/{id}/branches/{branch}", h.auth(httpapi.ScopeWrite, h.admit(h.deleteBranch)))
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
@@ -176,6 +185,15 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 	reg := deps.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
+	}
+	h.refusals = telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: telemetry.Namespace, Subsystem: "ingest", Name: "backpressure_refusals_total",
+		Help: "Submits answered 429 executor_lag, by the backlog bound they passed (seconds or records).",
+	}, []string{"bound"}))
+	if h.backlog != nil {
+		// Both series exist from the start, so a rate over them does too.
+		h.refusals.WithLabelValues(boundSeconds)
+		h.refusals.WithLabelValues(boundRecords)
 	}
 	h.served = httpapi.NewRequestMetrics(reg, "ingest").Wrap(httpapi.WithRequestID(httpapi.Routes(mux), logger))
 	h.produced = telemetry.Reuse(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -368,6 +386,9 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 		jl.Error("produce job", httpapi.RequestIDField(r), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 		writeError(w, produceError(err, job, rec))
 		return
+	}
+	if h.backlog != nil {
+		h.backlog.Produced(1)
 	}
 	jl.Debug("job accepted", zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
 	acc := accepted(job)

@@ -39,7 +39,30 @@ func ConsumerLag(ctx context.Context, cfg Config, groups ...string) ([]Partition
 		return nil, err
 	}
 	defer cl.Close()
-	lags, err := kadm.NewClient(cl).Lag(ctx, groups...)
+	out, err := groupLags(ctx, kadm.NewClient(cl), groups...)
+	if err != nil {
+		return nil, err
+	}
+	if err := lagSeconds(ctx, cfg, out); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Group != out[j].Group {
+			return out[i].Group < out[j].Group
+		}
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, nil
+}
+
+// groupLags is ConsumerLag in records alone, over an admin client the caller
+// keeps: the committed offsets and the partitions' ends, without reading a
+// record. A group the brokers do not know has no entry.
+func groupLags(ctx context.Context, adm *kadm.Client, groups ...string) ([]PartitionLag, error) {
+	lags, err := adm.Lag(ctx, groups...)
 	if err != nil {
 		return nil, fmt.Errorf("reading consumer lag: %w", err)
 	}
@@ -66,18 +89,6 @@ func ConsumerLag(ctx context.Context, cfg Config, groups ...string) ([]Partition
 			out = append(out, pl)
 		}
 	}
-	if err := lagSeconds(ctx, cfg, out); err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Group != out[j].Group {
-			return out[i].Group < out[j].Group
-		}
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
 	return out, nil
 }
 

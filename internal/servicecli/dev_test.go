@@ -126,6 +126,7 @@ func TestDevEndToEnd(t *testing.T) {
 		"doclog_pgxpool_acquire_seconds_total", "doclog_pgxpool_empty_acquire_wait_seconds_total", "doclog_pgxpool_total_conns",
 		"doclog_postgres_oldest_transaction_seconds", "doclog_readstore_requests_total",
 		`doclog_ingest_requests_total{code="202",route="POST /v1/documents"}`, "doclog_ingest_produce_seconds_bucket",
+		`doclog_ingest_backpressure_refusals_total{bound="seconds"}`,
 	} {
 		require.Contains(t, string(scrape), series, "/metrics lacks %s", series)
 	}

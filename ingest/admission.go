@@ -1,0 +1,112 @@
+package ingest
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/doclog/doclog/kafka"
+)
+
+// Backlog is the executor group's backlog on the jobs topic, kept current
+// in the background so that a submit reads it from memory;
+// *kafka.BacklogWatcher implements it. Produced tells it of each job this
+// handler produced, which the next measurement will count.
+type Backlog interface {
+	Backlog() kafka.Backlog
+	Produced(n int)
+}
+
+// The reasons a submit is refused for the backlog, the label of
+// doclog_ingest_backpressure_refusals_total.
+const (
+	boundSeconds = "seconds"
+	boundRecords = "records"
+)
+
+// maxRetryAfter caps Retry-After, so that a client told to wait for a
+// stalled group's whole backlog asks again within a minute.
+const maxRetryAfter = time.Minute
+
+// admission decides whether a submit may go ahead given the backlog b:
+// nil when it may, else the 429 to answer, with its Retry-After and the
+// bound passed. A bound is passed when the backlog exceeds it; a
+// measurement older than stale (or none) is not acted on.
+func admission(b kafka.Backlog, maxRecords int64, maxLag, stale time.Duration, now time.Time) (e *APIError, retryAfter time.Duration, bound string) {
+	if b.MeasuredAt.IsZero() || now.Sub(b.MeasuredAt) > stale {
+		return nil, 0, ""
+	}
+	// excess is how many records must drain before the backlog is within
+	// every bound again.
+	var excess float64
+	seconds, known := b.Seconds()
+	if maxLag > 0 && known && seconds > maxLag.Seconds() {
+		excess, bound = float64(b.Records)-maxLag.Seconds()*b.Capacity, boundSeconds
+	}
+	if maxRecords > 0 && b.Records > maxRecords && float64(b.Records-maxRecords) > excess {
+		excess, bound = float64(b.Records-maxRecords), boundRecords
+	}
+	if bound == "" {
+		return nil, 0, ""
+	}
+	retryAfter = retryAfterFor(excess, b)
+	var msg string
+	if known {
+		msg = fmt.Sprintf("the executors are %d jobs behind, about %s of work at the %.0f jobs/s they drain", b.Records, round(seconds), b.Capacity)
+	} else {
+		msg = fmt.Sprintf("the executors are %d jobs behind", b.Records)
+	}
+	if bound == boundSeconds {
+		msg += fmt.Sprintf(", past the bound of %s", maxLag)
+	} else {
+		msg += fmt.Sprintf(", past the bound of %d jobs", maxRecords)
+	}
+	msg += fmt.Sprintf("; nothing was produced: retry after %s", retryAfter)
+	return &APIError{Status: http.StatusTooManyRequests, Code: CodeExecutorLag, Message: msg}, retryAfter, bound
+}
+
+// retryAfterFor is the time the group needs to drain excess records: at its
+// capacity, else at its current rate, in whole seconds (what Retry-After
+// can say) from one second to maxRetryAfter. A group with no known rate
+// gets one second: it may be back at any moment, and a refusal costs
+// little.
+func retryAfterFor(excess float64, b kafka.Backlog) time.Duration {
+	rate := b.Capacity
+	if rate <= 0 {
+		rate = b.Rate
+	}
+	if rate <= 0 {
+		return time.Second
+	}
+	s := math.Ceil(excess / rate)
+	if s > maxRetryAfter.Seconds() {
+		return maxRetryAfter
+	}
+	return time.Duration(max(s, 1)) * time.Second
+}
+
+// round shows seconds to two significant places' worth of milliseconds.
+func round(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(10 * time.Millisecond)
+}
+
+// admit wraps a route that produces a job: past a backlog bound it answers
+// 429 executor_lag with a Retry-After in seconds and does not call next.
+func (h *Handler) admit(next http.HandlerFunc) http.HandlerFunc {
+	if h.backlog == nil || (h.cfg.MaxExecutorLag < 0 && h.cfg.MaxExecutorLagRecords < 0) {
+		return next
+	}
+	stale := max(10*h.cfg.ExecutorLagInterval, 5*time.Second)
+	return func(w http.ResponseWriter, r *http.Request) {
+		e, retryAfter, bound := admission(h.backlog.Backlog(), h.cfg.MaxExecutorLagRecords, h.cfg.MaxExecutorLag, stale, time.Now())
+		if e != nil {
+			h.refusals.WithLabelValues(bound).Inc()
+			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+			h.refuse(w, r, e)
+			return
+		}
+		next(w, r)
+	}
+}

@@ -1,0 +1,82 @@
+package ingest
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/doclog/doclog/kafka"
+)
+
+func TestAdmission(t *testing.T) {
+	now := time.Now()
+	const stale = 5 * time.Second
+	for _, tc := range []struct {
+		name       string
+		b          kafka.Backlog
+		maxRecords int64
+		maxLag     time.Duration
+		retryAfter time.Duration // 0: admitted
+		bound      string
+		message    string
+	}{
+		{name: "within both bounds", b: kafka.Backlog{Records: 400, Capacity: 1000, MeasuredAt: now}, maxRecords: 1000, maxLag: time.Second},
+		{name: "no measurement yet", b: kafka.Backlog{Records: 1e9}, maxRecords: 1000, maxLag: time.Second},
+		{name: "a stale measurement", b: kafka.Backlog{Records: 1e9, Capacity: 1, MeasuredAt: now.Add(-stale - time.Millisecond)}, maxRecords: 1000, maxLag: time.Second},
+		{name: "both bounds off", b: kafka.Backlog{Records: 1e9, Capacity: 1, MeasuredAt: now}, maxRecords: -1, maxLag: -1},
+		{
+			// 3,500 jobs at 1,000/s is 3.5s; 0.5s is allowed, so 3,000
+			// must drain: 3s.
+			name: "past the time bound", b: kafka.Backlog{Records: 3500, Capacity: 1000, Rate: 10, MeasuredAt: now},
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 3 * time.Second, bound: boundSeconds,
+			message: "the executors are 3500 jobs behind, about 3.5s of work at the 1000 jobs/s they drain, past the bound of 500ms; nothing was produced: retry after 3s",
+		},
+		{
+			name: "just past the time bound is a second", b: kafka.Backlog{Records: 501, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
+			message: "about 500ms of work",
+		},
+		{
+			// The capacity is not known yet: the records bound holds, and
+			// with no rate either the client is told a second.
+			name: "past the records bound, no rate known", b: kafka.Backlog{Records: 1200, MeasuredAt: now},
+			maxRecords: 1000, maxLag: time.Second, retryAfter: time.Second, bound: boundRecords,
+			message: "the executors are 1200 jobs behind, past the bound of 1000 jobs; nothing was produced: retry after 1s",
+		},
+		{
+			name: "past the records bound, the current rate known", b: kafka.Backlog{Records: 5000, Rate: 1000, MeasuredAt: now},
+			maxRecords: 1000, maxLag: time.Second, retryAfter: 4 * time.Second, bound: boundRecords,
+		},
+		{
+			// Both passed: the one farther away decides.
+			name: "past both, records farther", b: kafka.Backlog{Records: 9000, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 2000, maxLag: 8 * time.Second, retryAfter: 7 * time.Second, bound: boundRecords,
+		},
+		{
+			name: "past both, time farther", b: kafka.Backlog{Records: 9000, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 8000, maxLag: 2 * time.Second, retryAfter: 7 * time.Second, bound: boundSeconds,
+		},
+		{
+			name: "a stalled group's whole backlog is capped at a minute", b: kafka.Backlog{Records: 1e7, Capacity: 1000, MeasuredAt: now},
+			maxRecords: -1, maxLag: time.Second, retryAfter: maxRetryAfter, bound: boundSeconds,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, retryAfter, bound := admission(tc.b, tc.maxRecords, tc.maxLag, stale, now)
+			if tc.retryAfter == 0 {
+				require.Nil(t, e)
+				require.Zero(t, retryAfter)
+				return
+			}
+			require.NotNil(t, e)
+			require.Equal(t, http.StatusTooManyRequests, e.Status)
+			require.Equal(t, CodeExecutorLag, e.Code)
+			require.Empty(t, e.Field)
+			require.Equal(t, tc.retryAfter, retryAfter)
+			require.Equal(t, tc.bound, bound)
+			require.Contains(t, e.Message, tc.message)
+		})
+	}
+}

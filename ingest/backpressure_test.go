@@ -1,0 +1,124 @@
+package ingest_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/doclog/doclog/ingest"
+	"github.com/doclog/doclog/kafka"
+	"github.com/doclog/doclog/record"
+)
+
+// With the executor group stopped (its committed offsets stay where they
+// are), submits are accepted until its backlog passes the bound, then
+// answered 429 executor_lag with a Retry-After and nothing produced; once
+// the group commits past the backlog, submits are accepted again, and every
+// job acknowledged is on the topic.
+func TestBacklogPastTheBoundIs429(t *testing.T) {
+	t.Parallel()
+	kb := setupKafka(t)
+	ctx := testCtx(t)
+	group := kb.env.Group("executor")
+	adm := kb.env.Admin()
+	// The group exists, with nothing consumed: an executor that stopped.
+	commit := func(at map[int32]int64) {
+		t.Helper()
+		offsets := kadm.Offsets{}
+		for p := range int32(kb.env.Topics.JobsPartitions) {
+			offsets.Add(kadm.Offset{Topic: kb.topic, Partition: p, At: at[p]})
+		}
+		resp, err := adm.CommitOffsets(ctx, group, offsets)
+		require.NoError(t, err)
+		require.NoError(t, resp.Error())
+	}
+	commit(nil)
+
+	w, err := kafka.NewBacklogWatcher(kafka.BacklogConfig{Client: kb.producer, Group: group, Topic: kb.topic, Interval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, w.Stop(ctx)) })
+	reg := prometheus.NewRegistry()
+	const bound = 5
+	h := newHandler(t, ingest.Config{JobsTopic: kb.topic, MaxExecutorLagRecords: bound, MaxExecutorLag: -1},
+		ingest.Deps{Producer: kb.producer, Backlog: w, Registerer: reg})
+	require.Eventually(t, func() bool { return !w.Backlog().MeasuredAt.IsZero() }, 30*time.Second, 50*time.Millisecond)
+
+	submit := func(i int) response {
+		return do(t, h, request{method: "POST", path: "/v1/jobs", body: fmt.Sprintf(
+			`{"documentId": "doc-%d", "documentType": "doclog/json", "actions": [{"type": "MERGE_PATCH", "scope": "global", "input": {"n": %d}}]}`, i, i)})
+	}
+	acked := map[string]bool{}
+	var refused response
+	for i := 0; refused.status == 0; i++ {
+		require.Less(t, i, 100, "no submit was refused")
+		res := submit(i)
+		if res.status == http.StatusTooManyRequests {
+			refused = res
+			break
+		}
+		id, _ := accepted(t, res)
+		acked[id] = true
+	}
+	// Each accepted job counts at once, before a measurement sees it, so
+	// the refusal comes by the job past the bound.
+	require.LessOrEqual(t, len(acked), bound+1)
+	require.NotEmpty(t, acked)
+	e := requireRefused(t, refused, http.StatusTooManyRequests, ingest.CodeExecutorLag, "", "jobs behind, past the bound of 5 jobs; nothing was produced: retry after 1s")
+	require.Regexp(t, `^the executors are \d+ jobs behind`, e.Error.Message)
+	require.Equal(t, "1", refused.header.Get("Retry-After"), "no drain rate is known: a second")
+	require.Equal(t, int64(len(acked)), kb.endOffsets(t), "a refused job is not produced")
+	require.Equal(t, 1.0, refusalsBy(t, reg, "records"))
+	require.Equal(t, http.StatusOK, do(t, h, request{method: "GET", path: "/readyz"}).status, "backpressure is not unreadiness")
+	// Every write route is refused, not only POST /v1/jobs.
+	requireRefused(t, do(t, h, request{method: "POST", path: "/v1/documents", body: `{"documentType": "doclog/json"}`}),
+		http.StatusTooManyRequests, ingest.CodeExecutorLag, "", "past the bound of 5 jobs")
+	requireRefused(t, do(t, h, request{method: "POST", path: "/v1/jobs:batch", body: `{"jobs": [{"documentId": "doc-b", "documentType": "doclog/json", "actions": [{"type": "MERGE_PATCH", "scope": "global", "input": {"n": 1}}]}]}`}),
+		http.StatusTooManyRequests, ingest.CodeExecutorLag, "", "past the bound of 5 jobs")
+
+	// The executor catches up: it commits the ends of the partitions.
+	ends, err := adm.ListEndOffsets(ctx, kb.topic)
+	require.NoError(t, err)
+	at := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { at[o.Partition] = o.Offset })
+	commit(at)
+	var res response
+	require.Eventually(t, func() bool {
+		res = submit(1000)
+		return res.status == http.StatusAccepted
+	}, 30*time.Second, 100*time.Millisecond, "submits are accepted again once the backlog drained")
+	id, _ := accepted(t, res)
+	acked[id] = true
+
+	for _, r := range kb.readRecords(t, len(acked)) {
+		j, err := record.DecodeJob(r)
+		require.NoError(t, err)
+		require.True(t, acked[j.JobID], "job %s on the topic was not acknowledged", j.JobID)
+		delete(acked, j.JobID)
+	}
+	require.Empty(t, acked, "acknowledged jobs missing from the topic")
+}
+
+// refusalsBy is doclog_ingest_backpressure_refusals_total{bound}.
+func refusalsBy(t *testing.T, reg *prometheus.Registry, bound string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "doclog_ingest_backpressure_refusals_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == bound {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no refusals counted for bound %s", bound)
+	return 0
+}

@@ -1,0 +1,284 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+)
+
+// Defaults of BacklogConfig.
+const (
+	// DefaultBacklogInterval matches the executor's offset commit interval:
+	// the committed offsets move no faster than that.
+	DefaultBacklogInterval = 100 * time.Millisecond
+	// rateWindow is the span over which the drain rate is measured: long
+	// enough to hold several of the group's commits.
+	rateWindow = time.Second
+	// capacityWindow is how long a drain rate measured while the group was
+	// busy counts towards its capacity.
+	capacityWindow = time.Minute
+)
+
+// Backlog is a consumer group's backlog on one topic, over all its
+// partitions, as a BacklogWatcher last measured it and corrected for what
+// was produced since.
+type Backlog struct {
+	// Records are the records past the group's committed offsets: those
+	// the group has not worked through, plus up to one offset commit
+	// interval of records it has processed but not committed yet.
+	Records int64
+	// Rate is the records per second the group committed past over the
+	// last second or so; 0 when it made no progress.
+	Rate float64
+	// Capacity is the fastest Rate measured in the last minute during
+	// which the group stayed busy (records waiting throughout): what it
+	// drains when it has work. 0 until such a rate was measured; when the
+	// group stalls it keeps its last value, since a stalled group's
+	// backlog is no less work.
+	Capacity float64
+	// MeasuredAt is when the measurement was taken; zero before the first.
+	MeasuredAt time.Time
+}
+
+// Seconds is the time the group needs to work through Records at its
+// Capacity, which is about how long a record produced now waits; false
+// while the capacity is unknown.
+func (b Backlog) Seconds() (float64, bool) {
+	if b.Capacity <= 0 {
+		return 0, false
+	}
+	return float64(b.Records) / b.Capacity, true
+}
+
+// BacklogConfig configures a BacklogWatcher.
+type BacklogConfig struct {
+	// Client reaches the brokers; the watcher sends its admin requests
+	// through it and does not close it. Required.
+	Client *kgo.Client
+	// Group is the consumer group watched. Required.
+	Group string
+	// Topic is the topic whose partitions count. Required.
+	Topic string
+	// Interval is how often the backlog is measured, with one lag request
+	// (the group's committed offsets and the topic's end offsets) shared
+	// by every reader. Default DefaultBacklogInterval.
+	Interval time.Duration
+	// Logger logs failed measurements. Default: none.
+	Logger *zap.Logger
+}
+
+// BacklogWatcher keeps a consumer group's backlog current in the
+// background, so that a caller deciding per request (ingest's admission
+// control) reads it from memory.
+//
+// The backlog is measured in records, from the committed offsets, as
+// `doclogctl status` and the lag gauges measure it, and turned into time
+// with the group's own drain rate rather than from the oldest waiting
+// record's timestamp: that needs a fetch per partition each time, and the
+// age of the oldest record says how long work has waited, not how long new
+// work will. Between measurements the records this process reports with
+// Produced are added and the drain at Rate subtracted, so a burst is seen
+// at once rather than one interval late.
+type BacklogWatcher struct {
+	cfg BacklogConfig
+	adm *kadm.Client
+
+	produced atomic.Int64 // records reported produced, ever
+	last     atomic.Pointer[measurement]
+
+	// The measuring goroutine's own state.
+	samples  []sample // the last rateWindow or so of measurements
+	peaks    []peak   // busy drain rates of the last capacityWindow
+	failures int      // consecutive failed measurements
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+type measurement struct {
+	Backlog
+	produced int64 // the produced counter when the measurement started
+}
+
+type sample struct {
+	at        time.Time
+	committed int64 // the sum over partitions of the committed offsets
+	lag       int64
+}
+
+type peak struct {
+	at   time.Time
+	rate float64
+}
+
+// NewBacklogWatcher checks cfg and returns a watcher; Start starts it.
+func NewBacklogWatcher(cfg BacklogConfig) (*BacklogWatcher, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, errors.New("backlog watcher needs a Kafka client")
+	case cfg.Group == "":
+		return nil, errors.New("backlog watcher needs a consumer group")
+	case cfg.Topic == "":
+		return nil, errors.New("backlog watcher needs a topic")
+	case cfg.Interval < 0:
+		return nil, fmt.Errorf("backlog watcher interval must be positive, got %s", cfg.Interval)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultBacklogInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &BacklogWatcher{cfg: cfg, adm: kadm.NewClient(cfg.Client)}, nil
+}
+
+// Start takes a first measurement (its failure is logged, not returned: the
+// watcher keeps trying) and measures every Interval until Stop. ctx bounds
+// the first measurement only. Starting twice, or after Stop, is an error.
+func (w *BacklogWatcher) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started || w.stopped {
+		return errors.New("backlog watcher already started or stopped")
+	}
+	w.started = true
+	w.measure(ctx)
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.stop, w.done = cancel, make(chan struct{})
+	go w.run(runCtx)
+	return nil
+}
+
+// Stop stops the measuring and waits for it, bounded by ctx. Stopping twice,
+// or a watcher never started, is harmless.
+func (w *BacklogWatcher) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	stop, done := w.stop, w.done
+	w.stop, w.stopped = nil, true
+	w.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stopping the backlog watcher: %w", ctx.Err())
+	}
+}
+
+// Produced reports n records produced to the topic by this process since
+// the last measurement could see them.
+func (w *BacklogWatcher) Produced(n int) { w.produced.Add(int64(n)) }
+
+// Backlog returns the backlog now: the last measurement, plus the records
+// produced since it started, minus what the group drained since at Rate.
+// Its MeasuredAt is zero before a first measurement succeeded.
+func (w *BacklogWatcher) Backlog() Backlog {
+	m := w.last.Load()
+	if m == nil {
+		return Backlog{}
+	}
+	b := m.Backlog
+	b.Records += w.produced.Load() - m.produced
+	b.Records -= int64(b.Rate * time.Since(b.MeasuredAt).Seconds())
+	b.Records = max(b.Records, 0)
+	return b
+}
+
+func (w *BacklogWatcher) run(ctx context.Context) {
+	defer close(w.done)
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.measure(ctx)
+		}
+	}
+}
+
+// measure takes one measurement. A failure keeps the last one; the caller
+// reading it sees how old it is.
+func (w *BacklogWatcher) measure(ctx context.Context) {
+	produced := w.produced.Load()
+	mctx, cancel := context.WithTimeout(ctx, max(10*w.cfg.Interval, 2*time.Second))
+	lags, err := groupLags(mctx, w.adm, w.cfg.Group)
+	cancel()
+	if err == nil && !slices.ContainsFunc(lags, func(l PartitionLag) bool { return l.Topic == w.cfg.Topic }) {
+		// A group that has not consumed yet, or one the coordinator
+		// answers for as unknown for a moment: no figure at all, rather
+		// than a backlog of 0.
+		err = fmt.Errorf("group %s has no offsets on %s", w.cfg.Group, w.cfg.Topic)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			// Logged on the first failure and then every hundredth, so an
+			// outage does not flood the log at the measuring rate.
+			if w.failures%100 == 0 {
+				w.cfg.Logger.Warn("measuring the consumer group's backlog failed", zap.String("group", w.cfg.Group),
+					zap.Int("consecutive_failures", w.failures+1), zap.Error(err))
+			}
+			w.failures++
+		}
+		return
+	}
+	w.failures = 0
+	now := time.Now()
+	s := sample{at: now}
+	for _, l := range lags {
+		if l.Topic == w.cfg.Topic {
+			s.lag += l.Lag
+			s.committed += l.End - l.Lag // the log start where nothing was committed
+		}
+	}
+	w.last.Store(&measurement{Backlog: w.add(s), produced: produced})
+}
+
+// add records a sample and derives the backlog from it: the drain rate over
+// the last rateWindow, and the capacity from the rates of windows the group
+// was busy throughout.
+func (w *BacklogWatcher) add(s sample) Backlog {
+	w.samples = append(w.samples, s)
+	// Keep the newest sample at least rateWindow old as the window's start.
+	for len(w.samples) > 2 && s.at.Sub(w.samples[1].at) >= rateWindow {
+		w.samples = w.samples[1:]
+	}
+	b := Backlog{Records: s.lag, MeasuredAt: s.at}
+	first := w.samples[0]
+	if span := s.at.Sub(first.at); span > 0 && s.committed >= first.committed {
+		b.Rate = float64(s.committed-first.committed) / span.Seconds()
+		busy := span >= rateWindow/2
+		for _, x := range w.samples {
+			busy = busy && x.lag > 0
+		}
+		if busy && b.Rate > 0 {
+			w.peaks = append(w.peaks, peak{at: s.at, rate: b.Rate})
+		}
+	}
+	// A group that stalls adds no peaks, so it keeps its last capacity.
+	if n := len(w.peaks); n > 0 {
+		newest := w.peaks[n-1].at
+		for len(w.peaks) > 1 && newest.Sub(w.peaks[0].at) > capacityWindow {
+			w.peaks = w.peaks[1:]
+		}
+	}
+	for _, p := range w.peaks {
+		b.Capacity = max(b.Capacity, p.rate)
+	}
+	return b
+}

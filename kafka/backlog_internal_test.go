@@ -1,0 +1,72 @@
+package kafka
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The drain rate is the committed offsets' progress over about a second;
+// the capacity is the fastest rate of a window the group was busy
+// throughout, kept while the group stalls and while it idles.
+func TestBacklogRateAndCapacity(t *testing.T) {
+	w := &BacklogWatcher{}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+	// Busy: 1,000 records waiting throughout, 500 committed per 100ms.
+	var b Backlog
+	for i := 0; i <= 20; i++ {
+		b = w.add(sample{at: at(100 * i), committed: int64(500 * i), lag: 1000})
+	}
+	require.InDelta(t, 5000, b.Rate, 1)
+	require.InDelta(t, 5000, b.Capacity, 1)
+	s, ok := b.Seconds()
+	require.True(t, ok)
+	require.InDelta(t, 0.2, s, 0.001)
+
+	// Stalled: the offsets stop, the backlog grows; the rate falls to 0
+	// and the capacity stays, so the backlog reads as ever more work.
+	for i := 21; i <= 40; i++ {
+		b = w.add(sample{at: at(100 * i), committed: 10000, lag: int64(1000 + 100*(i-20))})
+	}
+	require.Zero(t, b.Rate)
+	require.InDelta(t, 5000, b.Capacity, 1)
+	s, _ = b.Seconds()
+	require.InDelta(t, 3000.0/5000, s, 0.001)
+
+	// Idle for two minutes: a trickle with nothing waiting at times is not
+	// busy, so it does not lower the capacity.
+	for i := 41; i <= 1240; i++ {
+		lag := int64(0)
+		if i%2 == 0 {
+			lag = 1
+		}
+		b = w.add(sample{at: at(100 * i), committed: int64(10000 + i), lag: lag})
+	}
+	require.InDelta(t, 10, b.Rate, 1)
+	require.InDelta(t, 5000, b.Capacity, 1)
+
+	// Busy again but slower, for over a minute: the old peak ages out.
+	base := int64(10000 + 1240)
+	for i := 1241; i <= 1241+700; i++ {
+		b = w.add(sample{at: at(100 * i), committed: base + int64(200*(i-1240)), lag: 5000})
+	}
+	require.InDelta(t, 2000, b.Rate, 1)
+	require.InDelta(t, 2000, b.Capacity, 1)
+}
+
+// Between measurements the backlog counts what this process produced since
+// the measurement started, less the drain at the measured rate.
+func TestBacklogBetweenMeasurements(t *testing.T) {
+	w := &BacklogWatcher{}
+	require.True(t, w.Backlog().MeasuredAt.IsZero(), "no measurement yet")
+	w.Produced(5)
+	w.last.Store(&measurement{Backlog: Backlog{Records: 100, MeasuredAt: time.Now()}, produced: 3})
+	w.Produced(40)
+	require.Equal(t, int64(100+2+40), w.Backlog().Records)
+
+	w.last.Store(&measurement{Backlog: Backlog{Records: 100, Rate: 1000, MeasuredAt: time.Now().Add(-time.Second)}, produced: w.produced.Load()})
+	require.Zero(t, w.Backlog().Records, "a second at 1,000 records/s drains the 100 and does not go below 0")
+}
