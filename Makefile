@@ -44,6 +44,10 @@ bench-w1: ## W1 fixed (200 × 50 = 10,000 operations), the Powerhouse reactor an
 bench-rebuild: ## Rebuild of docview and the indexer from a log of OPS operations (default 1,000,000) against a raw COPY of the same rows, in one run
 	@scripts/bench-rebuild.sh
 
+.PHONY: soak
+soak: ## Soak (docs/benchmarks.md): roles as processes at half the peak for DURATION (default 30m), CSV and PNG of memory, CPU, p99 and lag, flat or exit 1; RATE= skips the peak run
+	@DURATION="$(DURATION)" RATE="$(RATE)" scripts/soak.sh
+
 .PHONY: chaos
 chaos: ## Chaos run (docs/reliability.md): roles as processes under kill -9, broker and Postgres restarts, a rebalance, cuts; SEED=n or CHAOS_SEEDS="1 2 3 4 5"
 	@SEED="$(SEED)" CHAOS_SEEDS="$(CHAOS_SEEDS)" scripts/chaos.sh

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `make soak`: the soak of docs/benchmarks.md. Starts a throwaway Postgres
+# with fsync on and a single-node Kafka, runs the roles as separate
+# processes (`doclog serve --roles=ingest`, `executor`, `projectors`, so
+# memory and CPU are per role), finds the peak with a short closed-loop run
+# of mode single (PEAK_DURATION, default 30s) unless RATE (operations/s) is
+# given, then runs the open loop at half the peak for DURATION (default
+# 30m) with a time series row every INTERVAL (default 10s). soakreport then
+# judges the series (first and last thirds after WARMUP, default 1m, flat
+# within 10%; executor RSS at most 200 MiB) and draws it.
+#
+# Output in OUT (default .cache/soak/<UTC time>): series.csv, soak.png,
+# verdict.md, the run's JSON report (soak.json), peak.json and the roles'
+# logs. The exit status is soakreport's: 1 when a judged series is not flat
+# or the executor's memory is over its limit.
+#
+# Measure on a quiet machine: on a shared one the other work shows up as
+# noise in every series.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+DURATION=${DURATION:-30m}
+INTERVAL=${INTERVAL:-10s}
+WARMUP=${WARMUP:-1m}
+PEAK_DURATION=${PEAK_DURATION:-30s}
+RATE=${RATE:-}
+OUT=${OUT:-.cache/soak/$(date -u +%Y%m%dT%H%M%SZ)}
+work=$(mktemp -d -t doclog-soak.XXXXXX)
+chmod 755 "$work"
+pids=()
+cleanup() {
+	[ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
+	[ ${#pids[@]} -eq 0 ] || wait "${pids[@]}" 2>/dev/null || true
+	scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
+	scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+scripts/pg.sh install
+db=$(scripts/pg.sh start "$work/pg" fsync)
+db=${db#DATABASE_URL=}
+scripts/kafka.sh install
+seeds=$(scripts/kafka.sh start "$work/kafka")
+seeds=${seeds#TEST_KAFKA_SEEDS=}
+go build -o "$work/doclogctl" ./cmd/doclogctl
+go build -o "$work/doclog" ./cmd/doclog
+go build -o "$work/soakreport" ./cmd/soakreport
+mkdir -p "$OUT"
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "cpu: $(nproc) × $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
+	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), $(go version | cut -d' ' -f3-)"
+	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+	echo "postgres: $(psql --version 2>/dev/null || ls -d /usr/lib/postgresql/*/ | head -n1), fsync on"
+	echo "commit: $(git rev-parse --short HEAD)"
+	echo "roles: separate processes"
+	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$OUT/machine.txt"
+cat "$OUT/machine.txt"
+
+prefix="soak-$$."
+"$work/doclog" migrate --database-url "$db" >/dev/null
+port=0
+for role in ingest executor projectors; do
+	port=$((port + 1))
+	DOCLOG_DATABASE_URL="$db" DOCLOG_KAFKA_SEEDS="$seeds" DOCLOG_TOPICS_PREFIX="$prefix" \
+		DOCLOG_TOPICS_JOBS_PARTITIONS=4 DOCLOG_TOPICS_REPLICATION_FACTOR=1 DOCLOG_TOPICS_MIN_INSYNC_REPLICAS=1 \
+		DOCLOG_HTTP_ADDR=127.0.0.1:$((18180 + port)) DOCLOG_OPS_ADDR=127.0.0.1:$((19190 + port)) \
+		"$work/doclog" serve --roles="$role" >"$OUT/$role.log" 2>&1 &
+	pids+=($!)
+done
+for port in 19191 19192 19193; do
+	for _ in $(seq 1 120); do
+		curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+		sleep 0.5
+	done
+	curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { echo "a role on :$port is not ready; see $OUT" >&2; exit 1; }
+done
+bench=("$work/doclogctl" bench --mode single --ingest-url http://127.0.0.1:18181 --database-url "$db"
+	--kafka-seeds "$seeds" --topics-prefix "$prefix" -o json)
+
+# A fresh broker's JVM compiles its hot paths during its first seconds of
+# load: an unmeasured run first.
+echo "== warm-up for 15s" >&2
+"${bench[@]}" --duration 15s --drain 2m >/dev/null || echo "the warm-up did not drain" >&2
+if [ -z "$RATE" ]; then
+	echo "== peak: closed loop for $PEAK_DURATION; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+	"${bench[@]}" --duration "$PEAK_DURATION" --drain 5m >"$OUT/peak.json" || echo "the peak run did not drain" >&2
+	peak=$(jq '.readReady.opsPerSec' "$OUT/peak.json")
+	RATE=$(jq -n --argjson p "$peak" '$p / 2 | round')
+	echo "== peak $peak operations/s to READ_READY: the soak runs at $RATE" >&2
+fi
+echo "== soak at $RATE operations/s for $DURATION, a row every $INTERVAL; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"${bench[@]}" --rate "$RATE" --duration "$DURATION" --drain 5m \
+	--series "$OUT/series.csv" --series-interval "$INTERVAL" >"$OUT/soak.json" || echo "the soak did not drain; its report is kept" >&2
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
+echo "rate: $RATE operations/s, duration $DURATION, interval $INTERVAL" >>"$OUT/machine.txt"
+kill -TERM "${pids[@]}"
+wait "${pids[@]}" 2>/dev/null || true
+pids=()
+
+status=0
+"$work/soakreport" --series "$OUT/series.csv" --png "$OUT/soak.png" --warmup "$WARMUP" \
+	--title "Soak at $RATE ops/s for $DURATION" >"$OUT/verdict.md" || status=$?
+cat "$OUT/verdict.md"
+echo "series, plot and verdict in $OUT" >&2
+exit "$status"
