@@ -166,5 +166,5 @@ func TestPlot(t *testing.T) {
 	img, err := png.Decode(&buf)
 	require.NoError(t, err)
 	require.Equal(t, 960, img.Bounds().Dx())
-	require.Equal(t, 1280, img.Bounds().Dy())
+	require.Equal(t, 1533, img.Bounds().Dy())
 }
