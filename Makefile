@@ -48,6 +48,10 @@ bench-rebuild: ## Rebuild of docview and the indexer from a log of OPS operation
 soak: ## Soak (docs/benchmarks.md): roles as processes at half the peak for DURATION (default 30m), CSV and PNG of memory, CPU, p99 and lag, flat or exit 1; RATE= skips the peak run
 	@DURATION="$(DURATION)" RATE="$(RATE)" scripts/soak.sh
 
+.PHONY: bench-cluster
+bench-cluster: ## Pipeline benchmark on three brokers (replication 3) with every link through a 1 ms proxy, alternated with loopback runs: ratios and p99 at half the cluster's peak
+	@scripts/bench-cluster.sh
+
 .PHONY: chaos
 chaos: ## Chaos run (docs/reliability.md): roles as processes under kill -9, broker and Postgres restarts, a rebalance, cuts; SEED=n or CHAOS_SEEDS="1 2 3 4 5"
 	@SEED="$(SEED)" CHAOS_SEEDS="$(CHAOS_SEEDS)" scripts/chaos.sh

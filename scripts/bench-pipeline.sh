@@ -70,12 +70,7 @@ go build -o "$work/doclogctl" ./cmd/doclogctl
 go build -o "$work/doclog" ./cmd/doclog
 mkdir -p "$OUT"
 {
-	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	echo "cpu: $(nproc) × $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
-	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), $(go version | cut -d' ' -f3-)"
-	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
-	echo "postgres: $(psql --version 2>/dev/null || ls -d /usr/lib/postgresql/*/ | head -n1), fsync on"
-	echo "commit: $(git rev-parse --short HEAD)"
+	scripts/machine.sh
 	echo "roles: $([ "${SEPARATE:-}" = 1 ] && echo "separate processes" || echo "embedded")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"

@@ -11,6 +11,24 @@
 #   scripts/kafka.sh restart DIR stop the node started in DIR if it runs and
 #                                start it again on its storage and ports
 #   scripts/kafka.sh stop DIR    stop the node started in DIR
+#   scripts/kafka.sh start-cluster DIR
+#                                three nodes, each KRaft controller and broker
+#                                (DIR/node1..3, a static quorum of the three),
+#                                internal topics replicated 3 times with
+#                                min.insync.replicas 2; waits until all three
+#                                serve as brokers; prints
+#                                TEST_KAFKA_SEEDS=host:port,host:port,host:port
+#   scripts/kafka.sh stop-cluster DIR
+#                                stop the cluster started in DIR
+#
+# With KAFKA_LINK_LATENCY=DURATION (whole milliseconds, e.g. 1ms),
+# start-cluster puts a TCP proxy that adds that delay each way
+# (internal/latencyproxy) in front of every listener of every node, and each
+# node advertises the proxy's addresses: clients, the brokers' replication
+# and the controllers' quorum all cross a link of that latency. Each node's
+# heap is at most KAFKA_HEAP (default 512m for a cluster node, 768m for
+# start). Three JVMs starting on two busy cores can take minutes: the wait is
+# KAFKA_READY_TIMEOUT (default 300s).
 #
 # With KAFKA_PROXIED_ADVERTISE=host:port in the environment, start adds a
 # second listener that advertises that address instead of its own, and writes
@@ -202,13 +220,46 @@ listener.security.protocol.map=$protocols
 log.dirs=$DIR/data
 
 # One broker: internal topics cannot be replicated.
-offsets.topic.replication.factor=1
+$(node_properties 1 1 4)
+$secure
+EOF
+	log4j_properties "$DIR"
+	format "$DIR" "$(cluster_id)" --standalone ${scram[@]+"${scram[@]}"}
+	launch "$DIR"
+}
+
+# launch starts the broker formatted in DIR and waits until it serves
+# metadata.
+launch() {
+	local DIR=$1 seeds
+	# The PLAINTEXT listener alone: a proxied one may follow it on the line.
+	seeds=$(sed -n 's|^advertised.listeners=PLAINTEXT://\([^,]*\).*|\1|p' "$DIR/server.properties")
+	spawn "$DIR" "${KAFKA_HEAP:-768m}"
+	if ! "$PROBE" -seeds "$seeds" -timeout 60s -pid "$(cat "$DIR/kafka.pid")" >&2; then
+		tail -n 40 "$DIR/kafka.log" "$DIR/server.log" >&2 || true
+		cmd_stop "$DIR"
+		die "the broker did not become ready"
+	fi
+	echo "$seeds" >"$DIR/seeds"
+	echo "TEST_KAFKA_SEEDS=$seeds"
+	if [ -f "$DIR/secure" ]; then
+		echo "TEST_KAFKA_SECURE_SEEDS=$(cat "$DIR/secure")"
+		echo "TEST_KAFKA_SECURE_PASSWORD=$(cat "$DIR/scram-password")"
+	fi
+}
+
+# node_properties RF ISR THREADS prints the settings every node shares: its
+# internal topics' replication factor and min.insync.replicas, and THREADS
+# I/O and background threads.
+node_properties() {
+	cat <<EOF
+offsets.topic.replication.factor=$1
 offsets.topic.num.partitions=10
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=$1
+transaction.state.log.min.isr=$2
 transaction.state.log.num.partitions=4
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.replication.factor=$1
+share.coordinator.state.topic.min.isr=$2
 
 # Fast group joins and rebalances: tests use session timeouts of a second or two.
 group.initial.rebalance.delay.ms=0
@@ -222,16 +273,33 @@ num.partitions=1
 
 # Two cores: keep the thread count modest.
 num.network.threads=2
-num.io.threads=4
-background.threads=4
+num.io.threads=$3
+background.threads=$3
 log.cleaner.threads=1
-$secure
 EOF
-	cat >"$DIR/log4j2.properties" <<EOF
+}
+
+# spawn DIR HEAP starts the JVM of the node formatted in DIR in the
+# background, its pid in DIR/kafka.pid.
+spawn() {
+	local DIR=$1 heap=$2
+	# stdin and stdout detached: a caller capturing our stdout must not wait
+	# for the broker to exit.
+	nohup java -Xms256m -Xmx"$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+		-Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="$DIR/log4j2.properties" \
+		-cp "$LIBS/*" kafka.Kafka "$DIR/server.properties" \
+		</dev/null >>"$DIR/kafka.log" 2>&1 &
+	echo $! >"$DIR/kafka.pid"
+}
+
+# log4j_properties DIR writes the broker's logging configuration.
+log4j_properties() {
+	cat >"$1/log4j2.properties" <<EOF
 status = warn
 appender.file.type = File
 appender.file.name = file
-appender.file.fileName = $DIR/server.log
+appender.file.fileName = $1/server.log
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = info
@@ -241,39 +309,139 @@ logger.kafka.level = info
 logger.state.name = state.change.logger
 logger.state.level = warn
 EOF
-	local cluster
-	cluster=$(cluster_id)
-	# A short-lived JVM: C1 alone starts faster.
-	java -XX:TieredStopAtLevel=1 -Xmx256m -Dlog4j2.configurationFile="$DIR/log4j2.properties" -cp "$LIBS/*" \
-		kafka.tools.StorageTool format --standalone -t "$cluster" -c "$DIR/server.properties" ${scram[@]+"${scram[@]}"} >>"$DIR/kafka.log" 2>&1 ||
-		{ tail -n 30 "$DIR/kafka.log" >&2; die "formatting the storage failed"; }
-	launch "$DIR"
 }
 
-# launch starts the broker formatted in DIR and waits until it serves
-# metadata.
-launch() {
-	local DIR=$1 seeds
-	# The PLAINTEXT listener alone: a proxied one may follow it on the line.
-	seeds=$(sed -n 's|^advertised.listeners=PLAINTEXT://\([^,]*\).*|\1|p' "$DIR/server.properties")
-	# stdin and stdout detached: a caller capturing our stdout must not wait
-	# for the broker to exit.
-	nohup java -Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-		-Djava.awt.headless=true \
-		-Dlog4j2.configurationFile="$DIR/log4j2.properties" \
-		-cp "$LIBS/*" kafka.Kafka "$DIR/server.properties" \
-		</dev/null >>"$DIR/kafka.log" 2>&1 &
-	echo $! >"$DIR/kafka.pid"
-	if ! "$PROBE" -seeds "$seeds" -timeout 60s -pid "$(cat "$DIR/kafka.pid")" >&2; then
-		tail -n 40 "$DIR/kafka.log" "$DIR/server.log" >&2 || true
-		cmd_stop "$DIR"
-		die "the broker did not become ready"
+# format DIR CLUSTER [ARGS...] formats the storage of the node in DIR.
+format() {
+	local DIR=$1 cluster=$2
+	shift 2
+	# A short-lived JVM: C1 alone starts faster.
+	java -XX:TieredStopAtLevel=1 -Xmx256m -Dlog4j2.configurationFile="$DIR/log4j2.properties" -cp "$LIBS/*" \
+		kafka.tools.StorageTool format -t "$cluster" -c "$DIR/server.properties" "$@" >>"$DIR/kafka.log" 2>&1 ||
+		{ tail -n 30 "$DIR/kafka.log" >&2; die "formatting the storage in $DIR failed"; }
+}
+
+# cmd_start_cluster DIR: three nodes of one KRaft quorum (the header).
+cmd_start_cluster() {
+	local DIR=$1 i latency=${KAFKA_LINK_LATENCY:-}
+	check_java
+	[ -f "$LIBS/.complete-$KAFKA_VERSION" ] || die "Kafka jars missing: run scripts/kafka.sh install"
+	mkdir -p "$DIR"
+	DIR=$(cd "$DIR" && pwd)
+	# The probe and the proxy of this checkout, built afresh: a probe
+	# cached by an older checkout may not know -brokers.
+	local probe=$DIR/bin/kafkaready proxy=$DIR/bin/latencyproxy
+	(cd "$ROOT" && go build -o "$probe" ./internal/kafkaready && go build -o "$proxy" ./internal/latencyproxy) ||
+		die "building the readiness probe and the latency proxy failed"
+	for i in 1 2 3; do
+		if [ -f "$DIR/node$i/kafka.pid" ] && kill -0 "$(cat "$DIR/node$i/kafka.pid")" 2>/dev/null; then
+			die "a cluster already runs from $DIR; stop it first (scripts/kafka.sh stop-cluster $DIR)"
+		fi
+	done
+	# Per node: the broker's and the controller's ports, and the ports it
+	# advertises for them (the proxy's, or the same).
+	local used=" " bport=() cport=() badv=() cadv=() p
+	pick() {
+		p=$(free_port)
+		while [[ $used == *" $p "* ]]; do p=$(free_port); done
+		used+="$p "
+	}
+	for i in 0 1 2; do
+		pick
+		bport[i]=$p
+		pick
+		cport[i]=$p
+		if [ -n "$latency" ]; then
+			pick
+			badv[i]=$p
+			pick
+			cadv[i]=$p
+		else
+			badv[i]=${bport[i]}
+			cadv[i]=${cport[i]}
+		fi
+	done
+	rm -f "$DIR/latencyproxy.pid" "$DIR/seeds"
+	if [ -n "$latency" ]; then
+		local links=()
+		for i in 0 1 2; do
+			links+=(-link "127.0.0.1:${badv[i]}=127.0.0.1:${bport[i]}" -link "127.0.0.1:${cadv[i]}=127.0.0.1:${cport[i]}")
+		done
+		rm -f "$DIR/latencyproxy.ready"
+		nohup "$proxy" -latency "$latency" -ready "$DIR/latencyproxy.ready" "${links[@]}" \
+			</dev/null >>"$DIR/latencyproxy.log" 2>&1 &
+		echo $! >"$DIR/latencyproxy.pid"
+		for i in $(seq 1 100); do
+			[ -f "$DIR/latencyproxy.ready" ] && break
+			kill -0 "$(cat "$DIR/latencyproxy.pid")" 2>/dev/null || break
+			sleep 0.1
+		done
+		if [ ! -f "$DIR/latencyproxy.ready" ]; then
+			cat "$DIR/latencyproxy.log" >&2
+			cmd_stop_cluster "$DIR"
+			die "the latency proxy did not start"
+		fi
+	fi
+	local voters="" seeds="" cluster node
+	for i in 0 1 2; do
+		voters+="${voters:+,}$((i + 1))@127.0.0.1:${cadv[i]}"
+		seeds+="${seeds:+,}127.0.0.1:${badv[i]}"
+	done
+	cluster=$(cluster_id)
+	for i in 0 1 2; do
+		node=$DIR/node$((i + 1))
+		mkdir -p "$node"
+		rm -rf "$node/data"
+		cat >"$node/server.properties" <<EOF
+# Node $((i + 1)) of a three-node KRaft cluster (controller and broker), for
+# benchmarks and tests only.
+process.roles=broker,controller
+node.id=$((i + 1))
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:${bport[i]},CONTROLLER://127.0.0.1:${cport[i]}
+advertised.listeners=PLAINTEXT://127.0.0.1:${badv[i]},CONTROLLER://127.0.0.1:${cadv[i]}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$node/data
+
+# Three replicas, two in sync for acks=all, as in production.
+default.replication.factor=3
+min.insync.replicas=2
+# Three JVMs on two cores: fewer threads than a single node's.
+$(node_properties 3 2 2)
+EOF
+		log4j_properties "$node"
+		format "$node" "$cluster"
+	done
+	local pids=""
+	for i in 1 2 3; do
+		spawn "$DIR/node$i" "${KAFKA_HEAP:-512m}"
+		pids+="${pids:+,}$(cat "$DIR/node$i/kafka.pid")"
+	done
+	if ! "$probe" -seeds "$seeds" -brokers 3 -timeout "${KAFKA_READY_TIMEOUT:-300s}" -pid "$pids" >&2; then
+		for i in 1 2 3; do tail -n 5 "$DIR/node$i/server.log" | cut -c1-300 >&2 || true; done
+		cmd_stop_cluster "$DIR"
+		die "the cluster did not become ready"
 	fi
 	echo "$seeds" >"$DIR/seeds"
 	echo "TEST_KAFKA_SEEDS=$seeds"
-	if [ -f "$DIR/secure" ]; then
-		echo "TEST_KAFKA_SECURE_SEEDS=$(cat "$DIR/secure")"
-		echo "TEST_KAFKA_SECURE_PASSWORD=$(cat "$DIR/scram-password")"
+}
+
+# cmd_stop_cluster DIR stops the nodes and the proxy started in DIR.
+cmd_stop_cluster() {
+	local DIR=$1 i stopping=()
+	for i in 1 2 3; do
+		if [ -d "$DIR/node$i" ]; then
+			cmd_stop "$DIR/node$i" &
+			stopping+=($!)
+		fi
+	done
+	# These alone: the proxy may be a child of this shell too.
+	wait ${stopping[@]+"${stopping[@]}"}
+	if [ -f "$DIR/latencyproxy.pid" ]; then
+		kill -TERM "$(cat "$DIR/latencyproxy.pid")" 2>/dev/null || true
+		rm -f "$DIR/latencyproxy.pid"
 	fi
 }
 
@@ -343,8 +511,16 @@ stop)
 	[ $# -eq 2 ] || die "usage: scripts/kafka.sh stop DIR"
 	cmd_stop "$2"
 	;;
+start-cluster)
+	[ $# -eq 2 ] || die "usage: scripts/kafka.sh start-cluster DIR"
+	cmd_start_cluster "$2"
+	;;
+stop-cluster)
+	[ $# -eq 2 ] || die "usage: scripts/kafka.sh stop-cluster DIR"
+	cmd_stop_cluster "$2"
+	;;
 *)
-	echo "usage: scripts/kafka.sh install | start DIR | restart DIR | stop DIR" >&2
+	echo "usage: scripts/kafka.sh install | start DIR | restart DIR | stop DIR | start-cluster DIR | stop-cluster DIR" >&2
 	exit 2
 	;;
 esac
