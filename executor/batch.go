@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/executor/place"
 	"github.com/doclog/doclog/executor/reduce"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
@@ -35,8 +36,9 @@ type docWork struct {
 
 	order []oplog.StreamKey // streams loaded, in first-use order
 	heads map[oplog.StreamKey]*model.StreamState
-	// stored holds the whole streams a job placed by timestamp needs.
-	stored map[oplog.StreamKey][]oplog.Operation
+	// stored holds what a job placed by timestamp reads of the streams it
+	// places in (loadStored).
+	stored map[oplog.StreamKey]*place.Stored
 	// failed: the heads could not be loaded, so nothing is reduced.
 	failed bool
 

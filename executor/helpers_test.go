@@ -73,7 +73,7 @@ func setupOn(t *testing.T, url string, kenv *testenv.KafkaEnv, partitions int32,
 }
 
 // registry holds the built-in models and the given ones.
-func registry(t *testing.T, models ...model.Model) *model.Registry {
+func registry(t testing.TB, models ...model.Model) *model.Registry {
 	t.Helper()
 	reg, err := builtin.NewRegistry()
 	require.NoError(t, err)
@@ -84,7 +84,7 @@ func registry(t *testing.T, models ...model.Model) *model.Registry {
 }
 
 // migratedPool opens a pool on url and migrates the operation log there.
-func migratedPool(t *testing.T, url string) *pgxpool.Pool {
+func migratedPool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

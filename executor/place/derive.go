@@ -10,19 +10,25 @@ import (
 // Derive re-derives the states of a plan's tail and returns the operations
 // to append (index, skip, hash, version set; job, document and type left to
 // the caller) and the stream's new head. head is the stream's state at
-// p.Revision, which Derive does not change; stored the stream from index 0;
-// doc the document scope's state the model's reducers run under (ignored
-// for the document scope itself). A plan that supersedes stored operations
-// starts from the state before p.Base, replayed from stored with every
-// stored hash checked; an entry with a Check must reproduce it
-// (*HashMismatchError).
-func Derive(reg *model.Registry, doc, head *model.StreamState, stored []oplog.Operation, p *Plan) ([]oplog.Operation, *model.StreamState, error) {
+// p.Revision, which Derive does not change; stored what the plan was made
+// from; doc the document scope's state the model's reducers run under
+// (ignored for the document scope itself). A plan that supersedes stored
+// operations starts from the state before p.Base, replayed from the state
+// before the window (or from index 0) with every stored hash checked; an
+// entry with a Check must reproduce it (*HashMismatchError).
+func Derive(reg *model.Registry, doc, head *model.StreamState, stored Stored, p *Plan) ([]oplog.Operation, *model.StreamState, error) {
 	var st *model.StreamState
 	if p.Skip == 0 {
 		st = head.Clone()
 	} else {
+		if p.Base < stored.From {
+			return nil, nil, fmt.Errorf("rebuild %s before index %d: the operations read start at index %d", p.Stream, p.Base, stored.From)
+		}
 		st = model.NewStreamState(p.Stream, head.DocumentType)
-		if err := reg.Replay(st, stored[:p.Base]); err != nil {
+		if stored.From > 0 {
+			st = stored.Before.Clone()
+		}
+		if err := reg.Replay(st, stored.Ops[:p.Base-stored.From]); err != nil {
 			return nil, nil, fmt.Errorf("rebuild %s before index %d: %w", p.Stream, p.Base, err)
 		}
 		st.Revision = p.Revision

@@ -5,7 +5,8 @@
 // (appended as they are, their hashes verified) or belong before operations
 // already stored (merged with the stored tail by timestamp, and the merged
 // tail re-appended after the head with a skip spanning what it supersedes),
-// and re-derives every resulting state and hash with the document models.
+// and re-derives every resulting state and hash with the document models,
+// from the end of a long stream (Stored, Window) rather than all of it.
 // It reaches neither Kafka nor Postgres; the rules are in docs/sync.md.
 package place
 
@@ -15,6 +16,7 @@ import (
 	"slices"
 
 	oplog "github.com/doclog/doclog/log"
+	"github.com/doclog/doclog/model"
 )
 
 // DefaultMaxSkipThreshold is how many stored operations a placement may
@@ -90,6 +92,111 @@ type Plan struct {
 // Reshuffles reports whether the plan moves stored operations.
 func (p *Plan) Reshuffles() bool { return p.Skip > 0 }
 
+// Stored is what a placement reads of a stream: its operations from index
+// From to the head, and what it needs of the ones before them. A long
+// stream is read from a window, not from index 0: a placement supersedes
+// at most MaxSkipThreshold operations, so what lies further back than the
+// threshold's reach only counts through the state it leaves and the
+// operation ids it holds.
+type Stored struct {
+	// From is the index of Ops[0]: 0, or at most head - maxSkip - 1
+	// (WindowStart), with the window closed under skips (Extend).
+	From int64
+	// Ops are the stream's operations from index From on, in index order.
+	Ops []oplog.Operation
+	// Before is the stream's state after its first From operations; nil
+	// when From is 0.
+	Before *model.StreamState
+	// Held lists, for the incoming operations' ids the stream holds at an
+	// index below From, those indexes: replays the window cannot show.
+	Held map[string][]int64
+}
+
+// Whole is a stream read from index 0.
+func Whole(ops []oplog.Operation) Stored { return Stored{Ops: ops} }
+
+// Revision is the stream's revision: the index after the last operation.
+func (s *Stored) Revision() int64 { return s.From + int64(len(s.Ops)) }
+
+// op returns the stored operation at an index of the window.
+func (s *Stored) op(index int64) *oplog.Operation { return &s.Ops[index-s.From] }
+
+// check refuses a window a placement cannot decide exactly from: one that
+// starts within maxSkip+1 operations of the head (the first operation it
+// shows could then be superseded by one it does not), or one not closed
+// under skips (Extend).
+func (s *Stored) check(stream oplog.StreamKey, maxSkip int64) error {
+	if s.From == 0 {
+		return nil
+	}
+	if s.From > s.Revision()-maxSkip-1 {
+		return fmt.Errorf("place in %s: the operations from index %d are too few for a skip threshold of %d at revision %d", stream, s.From, maxSkip, s.Revision())
+	}
+	if Extend(s.From, s.Ops) != s.From {
+		return fmt.Errorf("place in %s: a skip reaches before index %d, where the operations read start", stream, s.From)
+	}
+	if s.Before == nil || s.Before.Revision != s.From {
+		return fmt.Errorf("place in %s: no state at index %d, where the operations read start", stream, s.From)
+	}
+	return nil
+}
+
+// WindowStart is the index from which a placement in a stream at revision
+// rev reads its operations: maxSkip+1 operations behind the head, one more
+// than a placement may supersede, so that an operation there sorting after
+// the incoming ones shows the shuffle is excessive; 0 for a shorter stream.
+func WindowStart(rev, maxSkip int64) int64 { return max(rev-maxSkip-1, 0) }
+
+// Extend returns the index a window read from index from must start at
+// instead, given its operations ops (from index from on): from itself when
+// no operation of it skips over index from or before it, and the first
+// operation is in effect, so that the operations in effect from index from
+// on are the same as a replay from index 0 keeps, and a replay from the
+// state before index from never reaches behind it. Otherwise the caller
+// reads the operations before it back to the index returned, and asks
+// again.
+func Extend(from int64, ops []oplog.Operation) int64 {
+	need := from
+	for i := range ops {
+		op := &ops[i]
+		if op.Skip == 0 {
+			continue
+		}
+		reach := op.Index - op.Skip
+		switch {
+		case op.Index == from:
+			need = min(need, reach)
+		case reach == from:
+			need = min(need, from-1)
+		case reach < from:
+			need = min(need, reach)
+		}
+	}
+	return max(need, 0)
+}
+
+// Window reads the operations from index from (WindowStart, or a keyframe
+// before it) to rev, extended back (Extend) until no skip reaches before the
+// first, and returns where they start. read returns the operations with
+// indexes in [from, to).
+func Window(from, rev int64, read func(from, to int64) ([]oplog.Operation, error)) (int64, []oplog.Operation, error) {
+	ops, err := read(from, rev)
+	if err != nil {
+		return 0, nil, err
+	}
+	for {
+		to := from
+		if from = Extend(from, ops); from == to {
+			return from, ops, nil
+		}
+		earlier, err := read(from, to)
+		if err != nil {
+			return 0, nil, err
+		}
+		ops = append(earlier, ops...)
+	}
+}
+
 // Effective returns the positions in ops (a stream from index 0, in index
 // order) of the operations a replay keeps: an operation with skip n drops
 // the kept operations whose index is in [index-n, index), as
@@ -119,8 +226,9 @@ func keep(eff []int, index, skip int64, indexOf func(int) int64) []int {
 	return kept
 }
 
-// Load plans a load job's operations for one stream. stored is the whole
-// stream from index 0; incoming its operations in the job, in index order.
+// Load plans a load job's operations for one stream. stored is the stream
+// from index 0 or from a window (Stored); incoming its operations in the
+// job, in index order.
 // The origin's indexes must be contiguous and start at or before the head
 // (*MissingOperationsError); a skip of the origin must not reach before the
 // load's first operation. A load that continues the stream from its head
@@ -129,8 +237,11 @@ func keep(eff []int, index, skip int64, indexOf func(int) int64) []int {
 // appended in the origin's order with every hash checked; any other is
 // placed by timestamp. A placement that would supersede more than
 // maxSkip stored operations is *ExcessiveShuffleError.
-func Load(stream oplog.StreamKey, stored []oplog.Operation, incoming []Incoming, maxSkip int64) (*Plan, error) {
-	rev := int64(len(stored))
+func Load(stream oplog.StreamKey, stored Stored, incoming []Incoming, maxSkip int64) (*Plan, error) {
+	if err := stored.check(stream, maxSkip); err != nil {
+		return nil, err
+	}
+	rev := stored.Revision()
 	if len(incoming) == 0 {
 		return &Plan{Stream: stream, Revision: rev, Base: rev}, nil
 	}
@@ -170,9 +281,14 @@ func Load(stream oplog.StreamKey, stored []oplog.Operation, incoming []Incoming,
 			p.Superseded = append(p.Superseded, incoming[i].OpID)
 		}
 	}
-	storedIDs := make(map[string]bool, len(stored))
-	for i := range stored {
-		storedIDs[stored[i].OpID] = true
+	storedIDs := make(map[string]bool, len(stored.Ops)+len(stored.Held))
+	for i := range stored.Ops {
+		storedIDs[stored.Ops[i].OpID] = true
+	}
+	for id, at := range stored.Held {
+		if len(at) > 0 {
+			storedIDs[id] = true
+		}
 	}
 	var fresh []int // positions in incoming of the operations to place
 	for _, e := range eff {
@@ -185,8 +301,8 @@ func Load(stream oplog.StreamKey, stored []oplog.Operation, incoming []Incoming,
 	if len(fresh) == 0 {
 		return p, nil
 	}
-	effStored := Effective(stored)
-	if !anySkip && continuesHead(stored, effStored, incoming, fresh) {
+	effStored := Effective(stored.Ops)
+	if !anySkip && continuesHead(&stored, effStored, incoming, fresh) {
 		for _, e := range fresh {
 			in := &incoming[e]
 			p.Tail = append(p.Tail, Entry{OpID: in.OpID, Action: in.Action, Check: in.Hash})
@@ -198,7 +314,7 @@ func Load(stream oplog.StreamKey, stored []oplog.Operation, incoming []Incoming,
 		entries[k] = incoming[e]
 		entries[k].Hash = ""
 	}
-	return p, merge(p, stored, effStored, entries, maxSkip)
+	return p, merge(p, &stored, effStored, entries, maxSkip)
 }
 
 // continuesHead reports whether the fresh operations continue the stream
@@ -206,15 +322,22 @@ func Load(stream oplog.StreamKey, stored []oplog.Operation, incoming []Incoming,
 // it, every incoming operation before it is stored at its own index, and
 // each one's key exceeds the one before it (the stream's last effective
 // operation first).
-func continuesHead(stored []oplog.Operation, eff []int, incoming []Incoming, fresh []int) bool {
-	rev := int64(len(stored))
+func continuesHead(stored *Stored, eff []int, incoming []Incoming, fresh []int) bool {
+	rev := stored.Revision()
 	f := fresh[0]
 	if incoming[f].Index != rev {
 		return false
 	}
 	for k := range f {
 		in := &incoming[k]
-		if in.Index >= rev || stored[in.Index].OpID != in.OpID {
+		switch {
+		case in.Index >= rev:
+			return false
+		case in.Index < stored.From:
+			if !slices.Contains(stored.Held[in.OpID], in.Index) {
+				return false
+			}
+		case stored.op(in.Index).OpID != in.OpID:
 			return false
 		}
 	}
@@ -225,7 +348,7 @@ func continuesHead(stored []oplog.Operation, eff []int, incoming []Incoming, fre
 	}
 	var last *Key
 	if len(eff) > 0 {
-		k := keyOf(&stored[eff[len(eff)-1]])
+		k := keyOf(&stored.Ops[eff[len(eff)-1]])
 		last = &k
 	}
 	for _, e := range fresh {
@@ -243,12 +366,15 @@ func continuesHead(stored []oplog.Operation, eff []int, incoming []Incoming, fre
 // after the stream's last effective operation, merged by timestamp
 // otherwise. Their timestamps must strictly increase
 // (*NonMonotonicTimestampsError), so that timestamp order is action order.
-func Ordinary(stream oplog.StreamKey, stored []oplog.Operation, ops []Incoming, maxSkip int64) (*Plan, error) {
+func Ordinary(stream oplog.StreamKey, stored Stored, ops []Incoming, maxSkip int64) (*Plan, error) {
+	if err := stored.check(stream, maxSkip); err != nil {
+		return nil, err
+	}
 	if i := FirstNonMonotonic(ops); i >= 0 {
 		return nil, &NonMonotonicTimestampsError{Stream: stream, OpID: ops[i].OpID, Position: i,
 			TimestampUtcMs: ops[i].Action.TimestampUtcMs, Previous: ops[i-1].Action.TimestampUtcMs}
 	}
-	rev := int64(len(stored))
+	rev := stored.Revision()
 	p := &Plan{Stream: stream, Revision: rev, Base: rev}
 	if len(ops) == 0 {
 		return p, nil
@@ -257,7 +383,7 @@ func Ordinary(stream oplog.StreamKey, stored []oplog.Operation, ops []Incoming, 
 	for k := range entries {
 		entries[k].Hash = ""
 	}
-	return p, merge(p, stored, Effective(stored), entries, maxSkip)
+	return p, merge(p, &stored, Effective(stored.Ops), entries, maxSkip)
 }
 
 // FirstNonMonotonic returns the position of the first operation whose
@@ -274,8 +400,14 @@ func FirstNonMonotonic(ops []Incoming) int {
 
 // merge places entries by key: the stored effective operations from the
 // first one that sorts after the smallest entry are superseded and
-// re-appended, merged with the entries, after the head.
-func merge(p *Plan, stored []oplog.Operation, eff []int, entries []Incoming, maxSkip int64) error {
+// re-appended, merged with the entries, after the head. eff are positions
+// in stored.Ops. A window's first operation is in effect and at least
+// maxSkip+1 behind the head (Stored.check), so when it sorts after the
+// smallest entry the shuffle is excessive wherever the stream before it
+// would put the base; and in a stream whose effective operations are in
+// key order (every stream placement writes), no operation before the
+// window sorts after an entry when one in it does not.
+func merge(p *Plan, stored *Stored, eff []int, entries []Incoming, maxSkip int64) error {
 	lowest := entries[0].key()
 	for k := range entries {
 		if kk := entries[k].key(); kk.Compare(lowest) < 0 {
@@ -284,7 +416,7 @@ func merge(p *Plan, stored []oplog.Operation, eff []int, entries []Incoming, max
 	}
 	q := len(eff)
 	for n, e := range eff {
-		if keyOf(&stored[e]).Compare(lowest) > 0 {
+		if keyOf(&stored.Ops[e]).Compare(lowest) > 0 {
 			q = n
 			break
 		}
@@ -299,16 +431,16 @@ func merge(p *Plan, stored []oplog.Operation, eff []int, entries []Incoming, max
 		// be superseded with its effect, which the state rebuilt before the
 		// base cannot show: the base moves back to where it reaches, and
 		// the operations kept from there on are re-appended too.
-		base := stored[eff[q]].Index
-		for moved := true; moved; {
+		base := stored.Ops[eff[q]].Index
+		for moved := true; moved && base >= stored.From; {
 			moved = false
 			for i := base; i < p.Revision; i++ {
-				if from := stored[i].Index - stored[i].Skip; from < base {
+				if from := stored.op(i).Index - stored.op(i).Skip; from < base {
 					base, moved = from, true
 				}
 			}
 		}
-		for q > 0 && stored[eff[q-1]].Index >= base {
+		for q > 0 && stored.Ops[eff[q-1]].Index >= base {
 			q--
 		}
 		p.Base = base
@@ -317,7 +449,7 @@ func merge(p *Plan, stored []oplog.Operation, eff []int, entries []Incoming, max
 			return &ExcessiveShuffleError{Stream: p.Stream, Revision: p.Revision, Base: p.Base, Skip: p.Skip, Max: maxSkip}
 		}
 		for _, e := range eff[q:] {
-			op := &stored[e]
+			op := &stored.Ops[e]
 			items = append(items, item{keyOf(op), Entry{OpID: op.OpID, Action: op.Action, Stored: op}})
 		}
 		p.Moved = len(eff) - q

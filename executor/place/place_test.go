@@ -23,6 +23,7 @@ var global = oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: 
 // tells the order the operations were applied in.
 type replica struct {
 	t      *testing.T
+	rng    *rand.Rand // for windowed
 	reg    *model.Registry
 	doc    *model.StreamState
 	head   *model.StreamState
@@ -40,7 +41,7 @@ func newReplica(t *testing.T) *replica {
 	require.NoError(t, err)
 	r := &replica{t: t, reg: reg, doc: doc, head: model.NewStreamState(global, jsondoc.DocumentType)}
 	base := place.Incoming{OpID: "base", Index: -1, Action: oplog.Action{ID: "base", Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, Input: json.RawMessage(`{"log":[]}`)}}
-	r.mustCommit(place.Ordinary(global, r.stored, []place.Incoming{base}, place.DefaultMaxSkipThreshold))
+	r.mustCommit(place.Ordinary(global, place.Whole(r.stored), []place.Incoming{base}, place.DefaultMaxSkipThreshold))
 	return r
 }
 
@@ -57,7 +58,7 @@ func (r *replica) commit(p *place.Plan, err error) ([]oplog.Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	ops, head, err := place.Derive(r.reg, r.doc, r.head, r.stored, p)
+	ops, head, err := place.Derive(r.reg, r.doc, r.head, place.Whole(r.stored), p)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func (r *replica) mustCommit(p *place.Plan, err error) []oplog.Operation {
 
 // load plans incoming as a load job's operations and commits them.
 func (r *replica) load(incoming []place.Incoming, maxSkip int64) (*place.Plan, error) {
-	p, err := place.Load(global, r.stored, incoming, maxSkip)
+	p, err := place.Load(global, place.Whole(r.stored), incoming, maxSkip)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func (r *replica) verify() {
 func TestLoadReplaysAndAppendsAtTheHead(t *testing.T) {
 	t.Parallel()
 	origin := newReplica(t)
-	origin.mustCommit(place.Ordinary(global, origin.stored, []place.Incoming{entry("a1", 10), entry("a2", 20)}, 10))
+	origin.mustCommit(place.Ordinary(global, place.Whole(origin.stored), []place.Incoming{entry("a1", 10), entry("a2", 20)}, 10))
 
 	r := newReplica(t)
 	p, err := r.load(asLoad(origin.stored), 10)
@@ -135,7 +136,7 @@ func TestLoadReplaysAndAppendsAtTheHead(t *testing.T) {
 func TestLoadHashMismatch(t *testing.T) {
 	t.Parallel()
 	origin := newReplica(t)
-	origin.mustCommit(place.Ordinary(global, origin.stored, []place.Incoming{entry("a1", 10)}, 10))
+	origin.mustCommit(place.Ordinary(global, place.Whole(origin.stored), []place.Incoming{entry("a1", 10)}, 10))
 	r := newReplica(t)
 	in := asLoad(origin.stored[1:])
 	in[0].Hash = "AAAA"
@@ -154,9 +155,9 @@ func TestLoadHashMismatch(t *testing.T) {
 func TestLoadReshuffle(t *testing.T) {
 	t.Parallel()
 	r := newReplica(t)
-	r.mustCommit(place.Ordinary(global, r.stored, []place.Incoming{entry("a1", 10), entry("a2", 30)}, 10))
+	r.mustCommit(place.Ordinary(global, place.Whole(r.stored), []place.Incoming{entry("a1", 10), entry("a2", 30)}, 10))
 	other := newReplica(t)
-	other.mustCommit(place.Ordinary(global, other.stored, []place.Incoming{entry("b1", 20)}, 10))
+	other.mustCommit(place.Ordinary(global, place.Whole(other.stored), []place.Incoming{entry("b1", 20)}, 10))
 
 	p, err := r.load(asLoad(other.stored), 10)
 	require.NoError(t, err)
@@ -184,9 +185,9 @@ func TestLoadReshuffle(t *testing.T) {
 func TestLoadExcessiveShuffle(t *testing.T) {
 	t.Parallel()
 	r := newReplica(t)
-	r.mustCommit(place.Ordinary(global, r.stored, []place.Incoming{entry("a1", 10), entry("a2", 30), entry("a3", 40)}, 10))
+	r.mustCommit(place.Ordinary(global, place.Whole(r.stored), []place.Incoming{entry("a1", 10), entry("a2", 30), entry("a3", 40)}, 10))
 	other := newReplica(t)
-	other.mustCommit(place.Ordinary(global, other.stored, []place.Incoming{entry("b1", 5)}, 10))
+	other.mustCommit(place.Ordinary(global, place.Whole(other.stored), []place.Incoming{entry("b1", 5)}, 10))
 	_, err := r.load(asLoad(other.stored), 2)
 	var es *place.ExcessiveShuffleError
 	require.ErrorAs(t, err, &es)
@@ -201,7 +202,7 @@ func TestLoadExcessiveShuffle(t *testing.T) {
 func TestLoadMissingOperations(t *testing.T) {
 	t.Parallel()
 	origin := newReplica(t)
-	origin.mustCommit(place.Ordinary(global, origin.stored, []place.Incoming{entry("a1", 10), entry("a2", 20), entry("a3", 30)}, 10))
+	origin.mustCommit(place.Ordinary(global, place.Whole(origin.stored), []place.Incoming{entry("a1", 10), entry("a2", 20), entry("a3", 30)}, 10))
 	all := asLoad(origin.stored)
 	for _, tc := range []struct {
 		name string
@@ -231,20 +232,20 @@ func TestLoadMissingOperations(t *testing.T) {
 func TestOrdinaryPlacement(t *testing.T) {
 	t.Parallel()
 	r := newReplica(t)
-	r.mustCommit(place.Ordinary(global, r.stored, []place.Incoming{entry("a1", 10), entry("a3", 30)}, 10))
-	p, err := place.Ordinary(global, r.stored, []place.Incoming{entry("late", 20)}, 10)
+	r.mustCommit(place.Ordinary(global, place.Whole(r.stored), []place.Incoming{entry("a1", 10), entry("a3", 30)}, 10))
+	p, err := place.Ordinary(global, place.Whole(r.stored), []place.Incoming{entry("late", 20)}, 10)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), p.Skip, "a3 is superseded")
 	r.mustCommit(p, nil)
 	require.Equal(t, []string{"a1", "late", "a3"}, r.log())
 	r.verify()
 
-	_, err = place.Ordinary(global, r.stored, []place.Incoming{entry("x", 50), entry("y", 50)}, 10)
+	_, err = place.Ordinary(global, place.Whole(r.stored), []place.Incoming{entry("x", 50), entry("y", 50)}, 10)
 	var nm *place.NonMonotonicTimestampsError
 	require.ErrorAs(t, err, &nm)
 	require.Equal(t, place.NameNonMonotonicTimestamps, oplog.ErrorName(err))
 	require.Equal(t, 1, nm.Position)
-	_, err = place.Ordinary(global, r.stored, []place.Incoming{entry("x", 50), entry("y", 40)}, 10)
+	_, err = place.Ordinary(global, place.Whole(r.stored), []place.Incoming{entry("x", 50), entry("y", 40)}, 10)
 	require.ErrorAs(t, err, &nm)
 }
 
@@ -276,7 +277,7 @@ func TestConvergence(t *testing.T) {
 				ops = append(ops, entry(name, ts))
 				ts += 1 + int64(rng.IntN(4)) // ties across origins are common
 			}
-			src.mustCommit(place.Ordinary(global, src.stored, ops, 100))
+			src.mustCommit(place.Ordinary(global, place.Whole(src.stored), ops, 100))
 			chains = append(chains, asLoad(src.stored))
 		}
 		deliveries := func() []segment {
@@ -361,4 +362,150 @@ func TestLoadSupersedingTheWholeStream(t *testing.T) {
 	require.Equal(t, int64(1), p.Skip)
 	require.Equal(t, map[string]any{"first": true, "log": []any{}}, r.head.State)
 	r.verify()
+}
+
+// windowed is what the executor gives a placement of a long stream: the
+// operations from the window's start, the state before them and the
+// incoming ids held before it, read from the replica's stream. It reports
+// how many operations it read.
+func (r *replica) windowed(maxSkip int64, incoming []place.Incoming) (place.Stored, int64) {
+	r.t.Helper()
+	var read int64
+	// The executor starts at the keyframe before the window's start.
+	start := place.WindowStart(int64(len(r.stored)), maxSkip)
+	start = max(0, start-int64(r.rng.IntN(4)))
+	from, ops, err := place.Window(start, int64(len(r.stored)), func(from, to int64) ([]oplog.Operation, error) {
+		read += to - from
+		return slices.Clone(r.stored[from:to]), nil
+	})
+	require.NoError(r.t, err)
+	w := place.Stored{From: from, Ops: ops}
+	if from > 0 {
+		w.Before, err = r.reg.ReplayStream(global, jsondoc.DocumentType, r.stored[:from])
+		require.NoError(r.t, err)
+		w.Held = map[string][]int64{}
+		for _, in := range incoming {
+			for i := range r.stored[:from] {
+				if r.stored[i].OpID == in.OpID {
+					w.Held[in.OpID] = append(w.Held[in.OpID], int64(i))
+				}
+			}
+		}
+	}
+	return w, read
+}
+
+// A placement from a window (the operations from maxSkip+1 behind the head
+// or a little before, as from a keyframe, extended back over any skip
+// reaching before it, with the state before them and the incoming ids held
+// before it) decides as the
+// placement from index 0 does: the same plan, the same operations and
+// hashes, the same refusal. Seeded cases of loads from interleaving
+// origins, resends included, and backdated ordinary jobs, on streams
+// several times the threshold long.
+func TestWindowedPlacementEqualsWhole(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	windows, refusals, placements := 0, 0, 0
+	names := map[string]int{}
+	windowedShuffles := 0
+	var readWhole, readWindow int64
+	for c := range 8 {
+		maxSkip := int64(4 + rng.IntN(7))
+		origins := 2 + rng.IntN(2)
+		var chains [][]place.Incoming
+		for o := range origins {
+			src := newReplica(t)
+			var ops []place.Incoming
+			for k := range 15 + rng.IntN(10) {
+				ops = append(ops, entry(fmt.Sprintf("c%d-o%d-%d", c, o, k), int64(k*10+o*3+rng.IntN(3))))
+			}
+			src.mustCommit(place.Ordinary(global, place.Whole(src.stored), ops, 1000))
+			chains = append(chains, asLoad(src.stored))
+		}
+		r := newReplica(t)
+		r.rng = rng
+		next := make([]int, origins)
+		for step := 0; step < 120; step++ {
+			var incoming []place.Incoming
+			load := rng.IntN(5) > 0
+			if load {
+				o := rng.IntN(origins)
+				if rng.IntN(4) > 0 { // mostly the origin furthest behind, so they interleave
+					for k := range origins {
+						if next[k] < next[o] {
+							o = k
+						}
+					}
+				}
+				if next[o] >= len(chains[o]) {
+					continue
+				}
+				from := max(0, next[o]-rng.IntN(3))
+				if rng.IntN(10) == 0 {
+					from = 0 // a full resend
+				}
+				to := min(len(chains[o]), next[o]+1+rng.IntN(3))
+				incoming = chains[o][from:to]
+			} else {
+				var latest int64
+				if len(r.stored) > 0 {
+					latest = r.stored[len(r.stored)-1].TimestampUtcMs
+				}
+				ts := latest - int64(rng.IntN(40)) + 5 // mostly backdated a little
+				incoming = []place.Incoming{entry(fmt.Sprintf("c%d-j%d", c, step), ts)}
+			}
+			whole := place.Whole(r.stored)
+			w, read := r.windowed(maxSkip, incoming)
+			readWhole += int64(len(r.stored))
+			readWindow += read
+			if w.From > 0 {
+				windows++
+			}
+			plan := func(s place.Stored) (*place.Plan, []oplog.Operation, error) {
+				var p *place.Plan
+				var err error
+				if load {
+					p, err = place.Load(global, s, incoming, maxSkip)
+				} else {
+					p, err = place.Ordinary(global, s, incoming, maxSkip)
+				}
+				if err != nil || len(p.Tail) == 0 {
+					return p, nil, err
+				}
+				ops, _, err := place.Derive(r.reg, r.doc, r.head, s, p)
+				return p, ops, err
+			}
+			pw, opsW, errW := plan(w)
+			p0, ops0, err0 := plan(whole)
+			if err0 != nil {
+				require.Error(t, errW, "case %d step %d", c, step)
+				require.Equal(t, oplog.ErrorName(err0), oplog.ErrorName(errW), "case %d step %d: %v / %v", c, step, err0, errW)
+				require.NotEmpty(t, oplog.ErrorName(errW), "case %d step %d: a refusal by name: %v", c, step, errW)
+				refusals++
+				names[oplog.ErrorName(err0)]++
+				continue
+			}
+			require.NoError(t, errW, "case %d step %d", c, step)
+			require.Equal(t, p0, pw, "case %d step %d: the same plan", c, step)
+			require.Equal(t, ops0, opsW, "case %d step %d: the same operations", c, step)
+			_, err := r.commit(p0, nil)
+			require.NoError(t, err)
+			placements++
+			if p0.Reshuffles() && w.From > 0 {
+				windowedShuffles++
+			}
+			for o := range chains {
+				for next[o] < len(chains[o]) && slices.ContainsFunc(r.stored, func(op oplog.Operation) bool { return op.OpID == chains[o][next[o]].OpID }) {
+					next[o]++
+				}
+			}
+		}
+		r.verify()
+	}
+	require.Greater(t, windows, 0, "placements read windows")
+	require.Greater(t, refusals, 0, "some are refused")
+	require.Greater(t, placements, 0)
+	require.Greater(t, windowedShuffles, 0)
+	t.Logf("%d placements (%d reshuffles from a window), %d refusals %v, %d from a window; %d operations read from windows where reads from index 0 read %d", placements, windowedShuffles, refusals, names, windows, readWindow, readWhole)
 }

@@ -12,9 +12,10 @@ import (
 
 // Placement by timestamp (executor/place, docs/sync.md): a load job's
 // operations always, an ordinary job's when its model asks for it. Such a
-// job needs the whole of every stream it places in (Document.Stored), not
-// only the head, because a placement may supersede stored operations and
-// re-derive the states after them.
+// job needs the operations of every stream it places in (Document.Stored),
+// not only the head, because a placement may supersede stored operations
+// and re-derive the states after them: those within the skip threshold's
+// reach of the head, with the state before them.
 
 // placed reports whether a job's operations are placed by timestamp.
 func (r *Reducer) placed(j *Job) bool {
@@ -165,8 +166,13 @@ func (r *Reducer) place(d *docRun, p *Job, work, backups map[oplog.StreamKey]*mo
 					Index: applied.Index, Hash: applied.Hash, TimestampUtcMs: a.TimestampUtcMs, Version: applied.Version, Action: a}}
 			}
 		} else {
-			prior := append(slices.Clone(d.doc.Stored[g.key]), d.ops[g.key]...)
-			out, next, plan, err = r.placeStream(g, head, work[docKey], append(prior, built[g.key]...), d.doc.Stored[g.key] != nil, p.Kind == record.KindLoad)
+			var stored place.Stored
+			loaded := d.doc.Stored[g.key] != nil
+			if loaded {
+				stored = *d.doc.Stored[g.key]
+			}
+			stored.Ops = append(append(slices.Clone(stored.Ops), d.ops[g.key]...), built[g.key]...)
+			out, next, plan, err = r.placeStream(g, head, work[docKey], stored, loaded, p.Kind == record.KindLoad)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -211,15 +217,16 @@ func loadStream(plan *place.Plan) oplog.LoadStream {
 	}
 }
 
-// placeStream plans and derives one stream's group. stored is the stream
-// from index 0 as this job finds it; loaded says the executor read it. It
-// returns the plan too, for the load's summary.
-func (r *Reducer) placeStream(g *placeGroup, head, doc *model.StreamState, stored []oplog.Operation, loaded, load bool) ([]oplog.Operation, *model.StreamState, *place.Plan, error) {
+// placeStream plans and derives one stream's group. stored is what the
+// executor read of the stream, with the operations written since by this
+// batch; loaded says the executor read it. It returns the plan too, for
+// the load's summary.
+func (r *Reducer) placeStream(g *placeGroup, head, doc *model.StreamState, stored place.Stored, loaded, load bool) ([]oplog.Operation, *model.StreamState, *place.Plan, error) {
 	if !loaded && head.Revision > 0 {
 		return nil, nil, nil, &model.InvalidInput{Reason: fmt.Sprintf("the operations of %s were not loaded", g.key)}
 	}
-	if int64(len(stored)) != head.Revision {
-		return nil, nil, nil, fmt.Errorf("place in %s: %d operations loaded, the head is at revision %d", g.key, len(stored), head.Revision)
+	if stored.Revision() != head.Revision {
+		return nil, nil, nil, fmt.Errorf("place in %s: operations loaded up to index %d, the head is at revision %d", g.key, stored.Revision(), head.Revision)
 	}
 	var (
 		plan *place.Plan

@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/executor/place"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
 	"github.com/doclog/doclog/record"
@@ -94,8 +95,10 @@ type Document struct {
 	Streams []oplog.StreamKey
 	Heads   map[oplog.StreamKey]*model.StreamState
 	// Stored holds, for the streams a job placed by timestamp touches
-	// (NeedsStored), the whole stream from index 0 as the heads found it.
-	Stored map[oplog.StreamKey][]oplog.Operation
+	// (NeedsStored), what placement reads of the stream as the heads found
+	// it: its operations from index 0, or from a window behind the head
+	// with the state before it (place.Stored).
+	Stored map[oplog.StreamKey]*place.Stored
 }
 
 // Result is what reducing a document decided.

@@ -371,3 +371,34 @@ func decodeJSONColumns(jobID string, pairs ...any) error {
 	}
 	return nil
 }
+
+// HeldBefore returns, for each of opIDs the stream holds at an index below
+// before, those indexes in order: what a placement that reads only the end
+// of a long stream asks of the part it does not read (executor/place). The
+// identity index (op_id first) finds them without reading the stream.
+func (s *Store) HeldBefore(ctx context.Context, stream oplog.StreamKey, before int64, opIDs []string) (_ map[string][]int64, err error) {
+	defer markUnavailable(&err)
+	out := map[string][]int64{}
+	if len(opIDs) == 0 || before <= 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT op_id, idx FROM operations
+WHERE op_id = ANY($4::text[]) AND document_id = $1 AND scope = $2 AND branch = $3 AND idx < $5
+ORDER BY idx`, stream.DocumentID, stream.Scope, stream.Branch, opIDs, before)
+	if err != nil {
+		return nil, fmt.Errorf("looking up operations of %s below index %d: %w", stream, before, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var idx int64
+		if err := rows.Scan(&id, &idx); err != nil {
+			return nil, fmt.Errorf("looking up operations of %s below index %d: %w", stream, before, err)
+		}
+		out[id] = append(out[id], idx)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("looking up operations of %s below index %d: %w", stream, before, err)
+	}
+	return out, nil
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
+	"github.com/doclog/doclog/executor/place"
 	"github.com/doclog/doclog/executor/reduce"
 	"github.com/doclog/doclog/internal/testenv"
 	oplog "github.com/doclog/doclog/log"
@@ -255,9 +256,10 @@ func (w *Workload) run(d *Doc, j *record.Job, scopes []string, tamper func([]opl
 		cancel()
 		require.NoError(t, err)
 		if doc.Stored == nil {
-			doc.Stored = map[oplog.StreamKey][]oplog.Operation{}
+			doc.Stored = map[oplog.StreamKey]*place.Stored{}
 		}
-		doc.Stored[k] = ops
+		whole := place.Whole(ops)
+		doc.Stored[k] = &whole
 	}
 	res := r.Reduce(doc, nil)
 	switch v := res.Verdicts[0]; v.Kind {
