@@ -35,4 +35,6 @@ fi
 export DOCLOG_BENCH_REBUILD_OPS=${OPS:-1000000}
 [ "${COMPARE:-1}" = 0 ] || export DOCLOG_BENCH_REBUILD_COMPARE=1
 echo "commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%M:%SZ), $DOCLOG_BENCH_REBUILD_OPS operations; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-go test -run '^$' -bench BenchmarkRebuild -benchtime 1x -timeout 2h ${PROFILE:+-cpuprofile "$PROFILE"} ./projectors/
+# With a profile, go test keeps the test binary: in the scratch directory,
+# for pprof, not in the tree.
+go test -run '^$' -bench BenchmarkRebuild -benchtime 1x -timeout 2h ${PROFILE:+-cpuprofile "$PROFILE" -o "$work/projectors.test"} ./projectors/

@@ -108,7 +108,7 @@ done
 			fi
 			jq -rn --slurpfile r "$r" --slurpfile d "$d" --arg mode "$mode" --arg run "$run" '
 				($r[0].readReady) as $rr | ($d[0].readReady) as $dr |
-				"| \($mode) | \($run) | \($rr.opsPerSec | round) (\($rr.operations) ops, drained \($r[0].drained)) | \($dr.opsPerSec | round) (\($dr.operations) ops, drained \($d[0].drained)) | **\(($dr.opsPerSec / $rr.opsPerSec * 10 | round) / 10)** | \(($d[0].baseline.ratioReadReady // 0) * 1000 | round / 1000) | \($rr.latencyP50Ms | round) / \($rr.latencyP99Ms | round) | \($dr.latencyP50Ms | round) / \($dr.latencyP99Ms | round) |"'
+				"| \($mode) | \($run) | \($rr.opsPerSec | round) (\($rr.operations) ops, \($r[0].failed) jobs failed) | \($dr.opsPerSec | round) (\($dr.operations) ops, \($d[0].failed) jobs failed) | **\(($dr.opsPerSec / $rr.opsPerSec * 10 | round) / 10)** | \(($d[0].baseline.ratioReadReady // 0) * 1000 | round / 1000) | \($rr.latencyP50Ms | round) / \($rr.latencyP99Ms | round) | \($dr.latencyP50Ms | round) / \($dr.latencyP99Ms | round) |"'
 		done
 	done
 } >"$OUT/summary.md"
