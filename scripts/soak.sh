@@ -63,7 +63,11 @@ prefix="soak-$$."
 port=0
 for role in ingest executor projectors; do
 	port=$((port + 1))
-	DOCLOG_DATABASE_URL="$db" DOCLOG_KAFKA_SEEDS="$seeds" DOCLOG_TOPICS_PREFIX="$prefix" \
+	# Ingest's backpressure is off: the soak holds a steady load to see
+	# whether anything grows, and refusals would shed the load a growing
+	# backlog shows as lag.
+	DOCLOG_INGEST_MAX_EXECUTOR_LAG=-1s DOCLOG_INGEST_MAX_EXECUTOR_LAG_RECORDS=-1 \
+		DOCLOG_DATABASE_URL="$db" DOCLOG_KAFKA_SEEDS="$seeds" DOCLOG_TOPICS_PREFIX="$prefix" \
 		DOCLOG_TOPICS_JOBS_PARTITIONS=4 DOCLOG_TOPICS_REPLICATION_FACTOR=1 DOCLOG_TOPICS_MIN_INSYNC_REPLICAS=1 \
 		DOCLOG_HTTP_ADDR=127.0.0.1:$((18180 + port)) DOCLOG_OPS_ADDR=127.0.0.1:$((19190 + port)) \
 		"$work/doclog" serve --roles="$role" >"$OUT/$role.log" 2>&1 &
@@ -86,7 +90,7 @@ echo "== warm-up for 15s" >&2
 if [ -z "$RATE" ]; then
 	echo "== peak: closed loop for $PEAK_DURATION; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	"${bench[@]}" --duration "$PEAK_DURATION" --drain 5m >"$OUT/peak.json" || echo "the peak run did not drain" >&2
-	peak=$(jq '.readReady.opsPerSec' "$OUT/peak.json")
+	peak=$(jq -e '.readReady.opsPerSec' "$OUT/peak.json") || { echo "the peak run gave no report; see $OUT" >&2; exit 2; }
 	RATE=$(jq -n --argjson p "$peak" '$p / 2 | round')
 	echo "== peak $peak operations/s to READ_READY: the soak runs at $RATE" >&2
 fi
@@ -94,6 +98,8 @@ echo "== soak at $RATE operations/s for $DURATION, a row every $INTERVAL; load a
 "${bench[@]}" --rate "$RATE" --duration "$DURATION" --drain 5m \
 	--series "$OUT/series.csv" --series-interval "$INTERVAL" >"$OUT/soak.json" || echo "the soak did not drain; its report is kept" >&2
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
+jq -r '"soak: \(.submitted.jobs) jobs acknowledged, \(.submitFailures) refused or failed, drained: \(.drained)"' \
+	"$OUT/soak.json" | tee -a "$OUT/machine.txt" >&2 || echo "the soak gave no report; see $OUT" >&2
 echo "rate: $RATE operations/s, duration $DURATION, interval $INTERVAL" >>"$OUT/machine.txt"
 kill -TERM "${pids[@]}"
 wait "${pids[@]}" 2>/dev/null || true
