@@ -33,7 +33,7 @@ const rebuildCompareEnv = "DOCLOG_BENCH_REBUILD_COMPARE"
 
 // rebuildOpsPerDocument is each document's operations: its creation and
 // then MERGE_PATCH jobs of 50 actions cycling over 50 keys (W1's
-// documents, about 1 KB of state).
+// documents, about 400 bytes of state).
 const rebuildOpsPerDocument = 101
 
 // BenchmarkRebuild builds a log of $DOCLOG_BENCH_REBUILD_OPS operations
