@@ -109,9 +109,8 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request) {
 		if recs[i] == nil {
 			continue
 		}
-		jl := h.jobLogger(jobs[i])
 		if err != nil {
-			jl.Error("produce job", httpapi.RequestIDField(r), zap.Int("batch_index", i), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
+			h.logJob(zap.ErrorLevel, "produce job", jobs[i], httpapi.RequestIDField(r), zap.Int("batch_index", i), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 			e := produceError(err, jobs[i], recs[i])
 			results[i] = batchResult{Status: e.Status, Error: &batchError{Code: e.Code, Message: e.Message}}
 			continue
@@ -119,7 +118,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request) {
 		if h.backlog != nil {
 			h.backlog.Produced(1)
 		}
-		jl.Debug("job accepted", zap.Int("batch_index", i), zap.Int("actions", len(jobs[i].Actions)), zap.Duration("elapsed", time.Since(start)))
+		h.logJob(zap.DebugLevel, "job accepted", jobs[i], zap.Int("batch_index", i), zap.Int("actions", len(jobs[i].Actions)), zap.Duration("elapsed", time.Since(start)))
 		acc := accepted(jobs[i])
 		results[i] = batchResult{Status: http.StatusAccepted, Accepted: &acc}
 	}

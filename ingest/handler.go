@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/telemetry"
@@ -376,21 +377,20 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 		h.refuse(w, r, apiErr)
 		return
 	}
-	jl := h.jobLogger(job)
 	// A client that hangs up does not cancel the produce: the record may
 	// already be on its way, and the outcome is still worth logging.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.ProduceTimeout)
 	defer cancel()
 	start := time.Now()
 	if err := h.produce(ctx, rec); err != nil {
-		jl.Error("produce job", httpapi.RequestIDField(r), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
+		h.logJob(zap.ErrorLevel, "produce job", job, httpapi.RequestIDField(r), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 		writeError(w, produceError(err, job, rec))
 		return
 	}
 	if h.backlog != nil {
 		h.backlog.Produced(1)
 	}
-	jl.Debug("job accepted", zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
+	h.logJob(zap.DebugLevel, "job accepted", job, zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
 	acc := accepted(job)
 	w.Header().Set("Location", acc.StatusURL)
 	writeJSON(w, http.StatusAccepted, acc)
@@ -412,9 +412,15 @@ func (h *Handler) prepare(s *submission, jobID string) (*record.Job, *kgo.Record
 	return job, rec, nil
 }
 
-func (h *Handler) jobLogger(job *record.Job) *zap.Logger {
-	return h.logger.With(zap.String("job_id", job.JobID), zap.String("document_id", job.DocumentID),
-		zap.String("kind", string(job.Kind)), zap.String("document_type", job.DocumentType))
+// logJob logs an entry about a job with its ids, kind and type. The entry
+// is checked against the level first, so an accepted job costs nothing at
+// the default level: a logger.With per request would encode the four
+// fields on every submit.
+func (h *Handler) logJob(level zapcore.Level, msg string, job *record.Job, fields ...zap.Field) {
+	if ce := h.logger.Check(level, msg); ce != nil {
+		ce.Write(append([]zap.Field{zap.String("job_id", job.JobID), zap.String("document_id", job.DocumentID),
+			zap.String("kind", string(job.Kind)), zap.String("document_type", job.DocumentType)}, fields...)...)
+	}
 }
 
 // accepted is the answer for a job the broker acknowledged.
