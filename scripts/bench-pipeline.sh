@@ -22,6 +22,13 @@
 # open-loop runs at half their median operations/s to READ_READY (halfpeak-<run>.json, a row of its own
 # in the summary). `make bench-latency` runs just that.
 #
+# Back-to-back comparisons, on the same services, alternating: BUILDS is a
+# list of commits, each built from `git archive` (default: the work tree
+# alone); VARIANTS a ';'-separated list of flag sets, e.g.
+# VARIANTS="--jobs-per-request 1;--jobs-per-request 20". Every run goes
+# through each build with each variant in turn, its report
+# <mode>@<commit>+v<k>-<run>.json, and the summary has a row for each.
+#
 # WARMUP (default 15s, 0 for none) is an unmeasured run of mode single before
 # the measured ones (before each with SEPARATE=1): a fresh broker's JVM
 # compiles its hot paths during its first seconds of load, and a first run
@@ -31,8 +38,8 @@
 # competes for the cores. The script prints the load average before each run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-if [ "${HALF_PEAK:-}" = 1 ] && { [ "${SEPARATE:-}" = 1 ] || [ -n "${EXTRA:-}" ] || [[ " ${MODES:-single batch} " != *" single "* ]]; }; then
-	echo "HALF_PEAK=1 needs mode single among MODES, embedded roles (no SEPARATE) and no EXTRA: it sets the rate itself" >&2
+if [ "${HALF_PEAK:-}" = 1 ] && { [ "${SEPARATE:-}" = 1 ] || [ -n "${EXTRA:-}${BUILDS:-}${VARIANTS:-}" ] || [[ " ${MODES:-single batch} " != *" single "* ]]; }; then
+	echo "HALF_PEAK=1 needs mode single among MODES, embedded roles (no SEPARATE) and no EXTRA, BUILDS or VARIANTS: it sets the rate itself" >&2
 	exit 2
 fi
 RUNS=${RUNS:-3}
@@ -66,25 +73,52 @@ fi
 scripts/kafka.sh install
 seeds=$(scripts/kafka.sh start "$work/kafka")
 seeds=${seeds#TEST_KAFKA_SEEDS=}
-go build -o "$work/doclogctl" ./cmd/doclogctl
-go build -o "$work/doclog" ./cmd/doclog
+# builds: "." is the work tree, built into $work; a commit is built from
+# its archive into $work/build-<commit>.
+read -r -a builds <<<"${BUILDS:-.}"
+variants=()
+IFS=';' read -r -a variants <<<"${VARIANTS:-}"
+[ ${#variants[@]} -gt 0 ] || variants=("")
+build_dir() { if [ "$1" = . ]; then echo "$work"; else echo "$work/build-$1"; fi; }
+for rev in "${builds[@]}"; do
+	if [ "$rev" = . ]; then
+		go build -o "$work/doclogctl" ./cmd/doclogctl
+		go build -o "$work/doclog" ./cmd/doclog
+		continue
+	fi
+	dir=$(build_dir "$rev")
+	mkdir -p "$dir/src"
+	git archive "$rev" | tar -x -C "$dir/src"
+	(cd "$dir/src" && go build -o "$dir/doclogctl" ./cmd/doclogctl && go build -o "$dir/doclog" ./cmd/doclog)
+done
+# label REV K: the suffix of a run's name for build REV and variant K.
+label() {
+	local l=""
+	[ ${#builds[@]} -gt 1 ] && l+="@$1"
+	[ ${#variants[@]} -gt 1 ] && l+="+v$(($2 + 1))"
+	echo "$l"
+}
+bin=$(build_dir "${builds[0]}")
 mkdir -p "$OUT"
 {
 	scripts/machine.sh
+	[ -z "${BUILDS:-}${VARIANTS:-}" ] || echo "builds: ${BUILDS:-the work tree}; variants: ${VARIANTS:-none}"
 	echo "roles: $([ "${SEPARATE:-}" = 1 ] && echo "separate processes" || echo "embedded")"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
 
-# run_separate MODE RUN: one run against the roles as three processes.
+# run_separate MODE NAME FLAGS: one run against the roles as three
+# processes of $bin, its report OUT/NAME.json.
 run_separate() {
-	local mode=$1 run=$2 prefix="bench-$1-$2-$$." pids=() role port=0
-	"$work/doclog" migrate --database-url "$db" >/dev/null
+	local mode=$1 name=$2 flags=$3 prefix="bench-$2-$$." pids=() role port=0
+	prefix=${prefix//[^A-Za-z0-9._-]/_}
+	"$bin/doclog" migrate --database-url "$db" >/dev/null
 	for role in ingest executor projectors; do
 		port=$((port + 1))
 		DOCLOG_DATABASE_URL="$db" DOCLOG_KAFKA_SEEDS="$seeds" DOCLOG_TOPICS_PREFIX="$prefix" \
 			DOCLOG_TOPICS_JOBS_PARTITIONS=4 DOCLOG_TOPICS_REPLICATION_FACTOR=1 DOCLOG_TOPICS_MIN_INSYNC_REPLICAS=1 \
 			DOCLOG_HTTP_ADDR=127.0.0.1:$((18080 + port)) DOCLOG_OPS_ADDR=127.0.0.1:$((19090 + port)) \
-			"$work/doclog" serve --roles="$role" >"$OUT/$mode-$run-$role.log" 2>&1 &
+			"$bin/doclog" serve --roles="$role" >"$OUT/$name-$role.log" 2>&1 &
 		pids+=($!)
 	done
 	for port in 19091 19092 19093; do
@@ -95,9 +129,10 @@ run_separate() {
 		curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { echo "a role on :$port is not ready; see $OUT" >&2; kill "${pids[@]}"; return 1; }
 	done
 	warm_up --ingest-url http://127.0.0.1:18081 --topics-prefix "$prefix"
-	"$work/doclogctl" bench --baseline --mode "$mode" --duration "$DURATION" \
+	# shellcheck disable=SC2086 # flags is a list of flags
+	"$bin/doclogctl" bench --baseline --mode "$mode" --duration "$DURATION" \
 		--ingest-url http://127.0.0.1:18081 --database-url "$db" --kafka-seeds "$seeds" --topics-prefix "$prefix" \
-		--drain 5m -o json $EXTRA >"$OUT/$mode-$run.json" || echo "run $mode-$run did not drain; its report is kept" >&2
+		--drain 5m -o json $flags >"$OUT/$name.json" || echo "run $name did not drain; its report is kept" >&2
 	kill -TERM "${pids[@]}"
 	wait "${pids[@]}" 2>/dev/null || true
 }
@@ -106,7 +141,7 @@ run_separate() {
 warm_up() {
 	[ "${WARMUP:-15s}" = 0 ] && return 0
 	echo "== warm-up for ${WARMUP:-15s}" >&2
-	"$work/doclogctl" bench --mode single --duration "${WARMUP:-15s}" --database-url "$db" --kafka-seeds "$seeds" \
+	"$bin/doclogctl" bench --mode single --duration "${WARMUP:-15s}" --database-url "$db" --kafka-seeds "$seeds" \
 		--drain 2m -o json "$@" >/dev/null || echo "the warm-up did not drain" >&2
 }
 
@@ -114,18 +149,33 @@ warm_up() {
 for mode in $MODES; do
 	for run in $(seq 1 "$RUNS"); do
 		echo "== mode $mode, run $run of $RUNS; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-		# shellcheck disable=SC2086 # EXTRA is a list of flags
-		if [ "${SEPARATE:-}" = 1 ]; then
-			run_separate "$mode" "$run"
-			continue
-		fi
-		"$work/doclogctl" bench --embedded --baseline --mode "$mode" --duration "$DURATION" \
-			--database-url "$db" --kafka-seeds "$seeds" --drain 5m -o json $EXTRA \
-			>"$OUT/$mode-$run.json" || echo "run $mode-$run did not drain; its report is kept" >&2
+		for rev in "${builds[@]}"; do
+			for k in "${!variants[@]}"; do
+				bin=$(build_dir "$rev")
+				name="$mode$(label "$rev" "$k")-$run"
+				flags="${variants[$k]} $EXTRA"
+				[ -n "$(label "$rev" "$k")" ] && echo "== $name: build $rev, flags: $flags" >&2
+				if [ "${SEPARATE:-}" = 1 ]; then
+					run_separate "$mode" "$name" "$flags"
+					continue
+				fi
+				# shellcheck disable=SC2086 # flags is a list of flags
+				"$bin/doclogctl" bench --embedded --baseline --mode "$mode" --duration "$DURATION" \
+					--database-url "$db" --kafka-seeds "$seeds" --drain 5m -o json $flags \
+					>"$OUT/$name.json" || echo "run $name did not drain; its report is kept" >&2
+			done
+		done
 	done
 done
 
-summary_modes=$MODES
+summary_modes=""
+for mode in $MODES; do
+	for rev in "${builds[@]}"; do
+		for k in "${!variants[@]}"; do
+			summary_modes+=" $mode$(label "$rev" "$k")"
+		done
+	done
+done
 if [ "${HALF_PEAK:-}" = 1 ]; then
 	peak=$(jq -s 'map(.readReady.opsPerSec) | sort | .[(length / 2 | floor)]' "$OUT"/single-*.json)
 	rate=$(jq -n --argjson p "$peak" '$p / 2 | round')
@@ -136,7 +186,7 @@ if [ "${HALF_PEAK:-}" = 1 ]; then
 			--database-url "$db" --kafka-seeds "$seeds" --drain 5m -o json \
 			>"$OUT/halfpeak-$run.json" || echo "run halfpeak-$run did not drain; its report is kept" >&2
 	done
-	summary_modes="$MODES halfpeak"
+	summary_modes+=" halfpeak"
 fi
 
 # Medians per mode, one row each, as docs/benchmarks.md tabulates them.
