@@ -155,6 +155,9 @@ bench() {
 		  kafkaSingle: ($kafka / $hz), kafkaCluster: ($cluster / $hz), proxies: ($proxies / $hz)}}' >"$OUT/cpu-$name.json"
 }
 
+# The median of an even count is the mean of the middle two.
+median='def median(f): map(f) | sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;'
+
 if [ "${WARMUP:-15s}" != 0 ]; then
 	for topo in loopback cluster; do
 		DURATION=${WARMUP:-15s} bench "$topo" "warmup-$topo" --mode single
@@ -170,7 +173,7 @@ for mode in $MODES; do
 	done
 done
 if [ "$HALF_PEAK" = 1 ]; then
-	peak=$(jq -s 'map(.readReady.opsPerSec) | sort | .[(length / 2 | floor)]' "$OUT"/single-cluster-*.json)
+	peak=$(jq -s "$median"' median(.readReady.opsPerSec)' "$OUT"/single-cluster-*.json)
 	rate=$(jq -n --argjson p "$peak" '$p / 2 | round')
 	echo "== half the cluster's closed-loop single median ($peak ops/s): open loop at $rate ops/s" >&2
 	for run in $(seq 1 "$RUNS"); do
@@ -186,15 +189,13 @@ fi
 	for mode in $rows; do
 		for topo in loopback cluster; do
 			ls "$OUT/$mode-$topo"-*.json >/dev/null 2>&1 || continue
-			jq -rs --arg mode "$mode" --arg topo "$topo" '
-				def median(f): map(f) | sort | .[(length / 2 | floor)];
+			jq -rs --arg mode "$mode" --arg topo "$topo" "$median"'
 				"| \($mode) | \($topo) | \(map(.readReady.opsPerSec | round) | join(", ")) | \(median(.readReady.opsPerSec) | round)"
 				+ " | \(median(.baseline.ratioReadReady) * 1000 | round / 1000)"
 				+ " | \(median(.readReady.latencyP50Ms) | round) / \(median(.readReady.latencyP99Ms) | round)"
 				+ " | \(median(.postgres.statementsPerOp // -1) * 100 | round / 100)"' "$OUT/$mode-$topo"-*.json |
 				tr -d '\n'
-			jq -rs '
-				def median(f): map(f) | sort | .[(length / 2 | floor)];
+			jq -rs "$median"'
 				" | \(median(.cpuSeconds.bench) * 10 | round / 10), \(median(if .topology == "cluster" then .cpuSeconds.kafkaCluster else .cpuSeconds.kafkaSingle end) * 10 | round / 10),"
 				+ " \(median(.cpuSeconds.postgres) * 10 | round / 10), \(median(.cpuSeconds.proxies) * 10 | round / 10) |"' \
 				"$OUT/cpu-$mode-$topo"-*.json
@@ -209,8 +210,7 @@ fi
 		for run in $(seq 1 "$RUNS"); do
 			jq -n --slurpfile l "$OUT/$mode-loopback-$run.json" --slurpfile c "$OUT/$mode-cluster-$run.json" \
 				'[($c[0].readReady.opsPerSec / $l[0].readReady.opsPerSec), ($c[0].baseline.ratioReadReady / $l[0].baseline.ratioReadReady)]'
-		done | jq -rs --arg mode "$mode" '
-			def median(f): map(f) | sort | .[(length / 2 | floor)];
+		done | jq -rs --arg mode "$mode" "$median"'
 			"| \($mode) | \(map("\(.[0] * 100 | round / 100) (\(.[1] * 100 | round / 100))") | join(", "))"
 			+ " | **\(median(.[0]) * 100 | round / 100)** (\(median(.[1]) * 100 | round / 100)) |"'
 	done
@@ -222,8 +222,7 @@ fi
 	for mode in $rows; do
 		for topo in loopback cluster; do
 			ls "$OUT/$mode-$topo"-*.json >/dev/null 2>&1 || continue
-			jq -rs --arg mode "$mode" --arg topo "$topo" '
-				def median(f): map(f) | sort | .[(length / 2 | floor)];
+			jq -rs --arg mode "$mode" --arg topo "$topo" "$median"'
 				[range(0; 4) as $i | "\(median(.legs[$i].meanMs // 0) | round) / \(median(.legs[$i].p99Ms // 0) | round)"]
 				| "| \($mode) | \($topo) | " + join(" | ") + " |"' "$OUT/$mode-$topo"-*.json
 		done
