@@ -13,7 +13,7 @@ const (
 	recordBytes = 88
 	// fillJobBytes bounds the records of one fill job, well inside the
 	// ingest API's body limit and Kafka's record size.
-	fillJobBytes = 256 << 10
+	fillJobBytes = 192 << 10
 )
 
 func recordKey(i int) string { return fmt.Sprintf("item-%06d", i) }
