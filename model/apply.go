@@ -72,6 +72,12 @@ func (r *Registry) applyDocumentAction(st *StreamState, a *oplog.Action, replayV
 		next    any
 		version int
 	)
+	// The system reducer changes the state in place: the tree must be
+	// its own, and the kept encoding no longer describes it.
+	if st.persistent {
+		st.State, st.persistent = CloneJSON(st.State), false
+	}
+	st.canon = nil
 	err = guard(func() error {
 		var err error
 		next, version, err = r.applyDocument(st, a, input, replayVersion)
@@ -81,7 +87,7 @@ func (r *Registry) applyDocumentAction(st *StreamState, a *oplog.Action, replayV
 		// The system reducer checks before it writes, so the state is intact.
 		return Applied{}, locate(err, where)
 	}
-	return finish(st, next, version, where)
+	return finish(st, next, version, nil, nil, false, where)
 }
 
 func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Action, fresh bool, where At) (Applied, error) {
@@ -100,11 +106,26 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 	if err != nil {
 		return Applied{}, locate(err, where)
 	}
+	// A declared action changes only its paths: on a persistent state they
+	// are copied first, so the state before stays as it was for whoever
+	// shares it. Any other change needs a tree of its own.
+	var touched *trie
+	if spec.Touches != nil {
+		touched = newTrie(spec.Touches(input))
+	}
 	state := st.State
+	prev := st.validCanon()
 	switch {
 	case st.empty():
-		state = m.InitialState(st.Stream.Scope)
+		state, prev = m.InitialState(st.Stream.Scope), nil
 	case st.Version < version:
+		// An upgrade may change the whole tree: it needs one of its own.
+		if st.persistent {
+			state = CloneJSON(state)
+		} else {
+			st.canon = nil // changed in place
+		}
+		prev, touched = nil, nil
 		path, err := r.UpgradePath(st.DocumentType, st.Version, version)
 		if err != nil {
 			return Applied{}, locate(err, where)
@@ -125,6 +146,15 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 		}
 	case st.Version > version:
 		return Applied{}, &DowngradeNotSupported{At: where, DocumentType: st.DocumentType, From: st.Version, To: version}
+	case touched == nil || touched.whole:
+		if st.persistent {
+			state = CloneJSON(state)
+		} else {
+			st.canon = nil // changed in place
+		}
+		prev = nil
+	case st.persistent:
+		state = copyPaths(state, touched)
 	}
 	call := Call{Action: a, Input: input, Stream: st.Stream, Index: st.Revision, Version: version}
 	err = guard(func() error {
@@ -152,7 +182,7 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 		}
 		return Applied{}, locate(err, where)
 	}
-	return finish(st, state, version, where)
+	return finish(st, state, version, prev, touched, spec.Touches != nil, where)
 }
 
 // guard runs a reducer, turning a panic into an error so that one bad action
@@ -170,17 +200,26 @@ func guard(f func() error) (err error) {
 	return f()
 }
 
-// finish hashes the new state and advances the stream.
-func finish(st *StreamState, state any, version int, where At) (Applied, error) {
-	h, size, err := Hash(state)
+// finish hashes the new state and advances the stream. prev is the
+// encoding of the state before, when touched (the declared paths) says what
+// of it changed; otherwise the state is encoded whole. persistent says the
+// new state is never changed in place (its action declared its paths).
+func finish(st *StreamState, state any, version int, prev *canon, touched *trie, persistent bool, where At) (Applied, error) {
+	if prev == nil {
+		touched = nil
+	}
+	c, err := encodeState(prev, state, touched, st.Size)
 	if err != nil {
 		st.poisoned = true
 		return Applied{}, &ReducerError{At: where, Err: fmt.Errorf("hash the new state: %w", err)}
 	}
+	h := c.hash
 	st.State = state
 	st.Version = version
 	st.Hash = h
-	st.Size = size
+	st.Size = len(c.enc)
+	st.keep(c)
+	st.persistent = persistent
 	index := st.Revision
 	st.Revision++
 	return Applied{Index: index, Hash: h, Version: version}, nil

@@ -20,5 +20,19 @@
 //
 // Performance contract: reducers mutate the state they are given. A caller
 // that needs to keep the state before an action clones it (StreamState.Clone);
-// the write cache does so once per batch per stream, never per action.
+// the executor does so once per job per stream, never per action.
+//
+// Incremental hashing: a StreamState keeps the canonical bytes of its State
+// and an index of them (each object of a kilobyte or more: its members in
+// RFC 8785 order and where each begins). An action whose ActionSpec declares
+// the paths it touches (Touches; doclog/json's actions do) is applied
+// copy-on-write: Apply copies the objects on those paths, the reducer changes
+// only the copies, and the new canonical bytes are the old ones with the
+// touched members re-encoded and the runs between them copied; SHA-256
+// resumes from a saved digest state (every 16 KB) before the first changed
+// byte. Such a state is persistent, never changed in place, so Clone shares
+// it. The hash stays the contract's, SHA-256 of the whole canonical JSON,
+// and what a change costs is its path's encoding plus copying and digesting
+// the bytes after it. An undeclared action copies, reduces and encodes the
+// whole state, as before.
 package model

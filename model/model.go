@@ -72,6 +72,17 @@ type ActionSpec struct {
 	Check func(input any) error
 	// Reduce is the reducer of this action; Spec.Reduce dispatches to it.
 	Reduce func(state any, call *Call) (any, error)
+	// Touches, when set, declares from the decoded input every path the
+	// reducer may change (a value at a path, and anything under it, may be
+	// changed in place, replaced or removed; an object on the way to it
+	// may gain or lose that member). Apply then gives the reducer private
+	// copies of those paths only, shares the rest of the state with the
+	// state before, and re-encodes only those paths to hash the result, so
+	// a small change to a large state costs in proportion to the change. A
+	// reducer that changes anything else breaks the hash contract:
+	// modeltest.Doc checks the declaration on every action it applies. Nil (or an empty path in
+	// the list) declares the whole state: it is copied and hashed whole.
+	Touches func(input any) []Path
 }
 
 // decode runs Decode, and Check too for a new action (fresh).

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	oplog "github.com/doclog/doclog/log"
 )
@@ -11,10 +12,12 @@ import (
 // branch) after its first Revision operations.
 //
 // Ownership: Apply and Replay mutate a StreamState in place and reducers may
-// mutate its State tree, so a StreamState has exactly one owner at a time. The
-// write cache hands out a Clone once per batch per stream, the executor
-// applies every action of the batch to that copy, and gives it back after the
-// append commits; nothing is copied per action.
+// mutate its State tree, so a StreamState has exactly one owner at a time.
+// The executor applies each job to a Clone of the head, and the write cache
+// takes the result back after the append commits. A persistent state (its
+// last action declared what it touches) is never changed in place, so its
+// Clone shares the tree; anyone else changing State must replace it, never
+// change it in place, or the kept canonical bytes would no longer match it.
 type StreamState struct {
 	Stream       oplog.StreamKey
 	DocumentType string
@@ -34,6 +37,13 @@ type StreamState struct {
 
 	// poisoned marks a state a reducer failed on: it may be half changed.
 	poisoned bool
+	// canon is State's canonical encoding, kept to make the next hash
+	// incremental; nil when unknown. It is valid only while State is the
+	// tree it encodes (canon.root), and never changed once made.
+	canon *canon
+	// persistent marks a State that is never changed in place: Apply copies
+	// what an action touches, so a Clone may share the tree.
+	persistent bool
 }
 
 // NewStreamState is the state of an empty stream.
@@ -50,11 +60,38 @@ func (s *StreamState) empty() bool { return s.Revision == 0 || s.Hash == "" }
 // changed it. A poisoned state must be dropped; Apply refuses it.
 func (s *StreamState) Poisoned() bool { return s.poisoned }
 
-// Clone returns a deep copy the caller owns.
+// Clone returns a copy the caller owns. A state whose last action declared
+// what it touches (ActionSpec.Touches) is persistent: no one changes its tree
+// in place, so the copy shares it and costs nothing. Any other state is
+// copied deeply.
 func (s *StreamState) Clone() *StreamState {
 	c := *s
-	c.State = CloneJSON(s.State)
+	if !s.persistent {
+		c.State = CloneJSON(s.State)
+		c.canon = nil
+	}
 	return &c
+}
+
+// validCanon returns the kept encoding when it still encodes State.
+func (s *StreamState) validCanon() *canon {
+	if s.canon == nil {
+		return nil
+	}
+	if m, ok := s.State.(map[string]any); !ok || !sameMap(m, s.canon.root) {
+		return nil
+	}
+	return s.canon
+}
+
+// Canonical returns the RFC 8785 canonical JSON of State: the bytes kept
+// from the last hash when they still encode it, which the caller must not
+// change, else a fresh encoding.
+func (s *StreamState) Canonical() ([]byte, error) {
+	if c := s.validCanon(); c != nil {
+		return c.enc, nil
+	}
+	return Canonical(s.State)
 }
 
 // Keyframe renders the state as a keyframe labelled by the index of its last
@@ -63,7 +100,7 @@ func (s *StreamState) Keyframe() (oplog.Keyframe, error) {
 	if s.Revision == 0 {
 		return oplog.Keyframe{}, fmt.Errorf("keyframe of %s: the stream is empty", s.Stream)
 	}
-	b, err := Canonical(s.State)
+	b, err := s.Canonical()
 	if err != nil {
 		return oplog.Keyframe{}, fmt.Errorf("keyframe of %s: %w", s.Stream, err)
 	}
@@ -85,22 +122,38 @@ func FromKeyframe(kf oplog.Keyframe) (*StreamState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode keyframe of %s at index %d: %w", kf.Stream, kf.Index, err)
 	}
-	h, size, err := Hash(v)
+	c, err := encodeState(nil, v, nil, len(kf.State))
 	if err != nil {
 		return nil, fmt.Errorf("hash keyframe of %s at index %d: %w", kf.Stream, kf.Index, err)
 	}
-	if h != kf.Hash {
-		return nil, &HashMismatch{Stream: kf.Stream, Index: kf.Index, Expected: kf.Hash, Actual: h}
+	if c.hash != kf.Hash {
+		return nil, &HashMismatch{Stream: kf.Stream, Index: kf.Index, Expected: kf.Hash, Actual: c.hash}
 	}
-	return &StreamState{
+	st := &StreamState{
 		Stream:       kf.Stream,
 		DocumentType: kf.DocumentType,
 		Revision:     kf.Index + 1,
 		Version:      kf.Version,
 		State:        v,
-		Hash:         h,
-		Size:         size,
-	}, nil
+		Hash:         c.hash,
+		Size:         len(c.enc),
+	}
+	st.keep(c)
+	return st, nil
+}
+
+// keep holds c as State's encoding when State is an object (the only
+// root whose identity tells that it is unchanged).
+func (s *StreamState) keep(c *canon) {
+	s.canon = nil
+	if c.root != nil {
+		s.canon = c
+	}
+}
+
+// sameMap reports whether a and b are the same map, not equal ones.
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // CloneJSON deep-copies a JSON tree.

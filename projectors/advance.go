@@ -421,7 +421,7 @@ func (a *advancer) verifyFromStart(ctx context.Context, tx Tx, head Head, upTo i
 }
 
 func change(head Head, st *model.StreamState, ops []oplog.Operation) (*Change, error) {
-	state, err := model.Canonical(st.State)
+	state, err := st.Canonical() // kept from the replay's last hash
 	if err != nil {
 		return nil, fmt.Errorf("encode the state of %s: %w", st.Stream, err)
 	}

@@ -37,6 +37,7 @@ func Model() model.Model {
 				Description: "Merges the input into the state by RFC 7386: members set to null are removed, objects merge recursively, anything else replaces.",
 				Input:       "any JSON value (the merge patch)",
 				Decode:      DecodeMergePatch,
+				Touches:     MergePatchPaths,
 				Reduce: func(state any, call *model.Call) (any, error) {
 					return MergePatch(state, call.Input), nil
 				},
@@ -52,6 +53,7 @@ func Model() model.Model {
 					}
 					return p, nil
 				},
+				Touches: func(input any) []model.Path { return input.(Patch).Paths() },
 				Reduce: func(state any, call *model.Call) (any, error) {
 					return ApplyPatch(state, call.Input.(Patch))
 				},
@@ -63,4 +65,31 @@ func Model() model.Model {
 // DecodeMergePatch decodes a merge patch: any JSON value.
 func DecodeMergePatch(raw json.RawMessage) (any, error) {
 	return model.DecodeJSON(raw)
+}
+
+// MergePatchPaths is what a merge patch touches: the path to each member it
+// sets or removes (below the members whose patch is an object, which merge
+// member by member), or the whole state when the patch is not an object.
+func MergePatchPaths(patch any) []model.Path {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return []model.Path{{}}
+	}
+	var out []model.Path
+	var walk func(prefix model.Path, p map[string]any)
+	walk = func(prefix model.Path, p map[string]any) {
+		for k, v := range p {
+			path := append(prefix[:len(prefix):len(prefix)], k)
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+				walk(path, sub)
+				continue
+			}
+			out = append(out, path)
+		}
+	}
+	walk(nil, p)
+	if out == nil {
+		return []model.Path{} // an empty patch changes nothing
+	}
+	return out
 }

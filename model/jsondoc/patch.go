@@ -43,6 +43,19 @@ type Operation struct {
 // Patch is a decoded RFC 6902 JSON Patch.
 type Patch []Operation
 
+// Paths is what the patch touches: every operation's path and, for move
+// and copy, its from (a path through an array touches the whole array).
+func (p Patch) Paths() []model.Path {
+	out := make([]model.Path, 0, len(p))
+	for _, o := range p {
+		out = append(out, model.Path(o.Path))
+		if o.From != nil {
+			out = append(out, model.Path(o.From))
+		}
+	}
+	return out
+}
+
 // Pointer is a parsed RFC 6901 JSON Pointer; the empty pointer is the root.
 type Pointer []string
 

@@ -95,9 +95,18 @@ func (d *Doc) ApplyAction(a oplog.Action) error {
 		}
 		return err
 	}
+	// The hash Apply computed (incrementally, when the action declares
+	// what it touches) is the full recomputation's; and the state before,
+	// which a declared action shares, is as it was: the reducer changed
+	// nothing outside its declared paths.
 	h, _, herr := model.Hash(st.State)
 	require.NoError(d.T, herr)
 	require.Equal(d.T, h, res.Hash)
+	if before.Revision > 0 && before.Hash != "" {
+		hb, _, herr := model.Hash(before.State)
+		require.NoError(d.T, herr)
+		require.Equal(d.T, before.Hash, hb, "%s changed the state outside the paths it declares (ActionSpec.Touches)", a.Type)
+	}
 	n := len(d.Ops[a.Scope])
 	require.Equal(d.T, int64(n), res.Index)
 	d.Ops[a.Scope] = append(d.Ops[a.Scope], oplog.Operation{
