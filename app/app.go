@@ -300,7 +300,8 @@ func (a *App) buildIngest() error {
 	// The executor group's backlog is measured through the producer's
 	// client, once per interval for every request (ingest.Config).
 	backlog, err := kafka.NewBacklogWatcher(kafka.BacklogConfig{Client: cl, Group: a.s.Topics.Prefix + executor.DefaultGroup,
-		Topic: ic.JobsTopic, Interval: ic.WithDefaults().ExecutorLagInterval, Logger: a.logger.Named("ingest")})
+		Topic: ic.JobsTopic, Interval: ic.WithDefaults().ExecutorLagInterval, MaxAge: ic.WithDefaults().MaxExecutorLag,
+		Logger: a.logger.Named("ingest")})
 	if err != nil {
 		return err
 	}

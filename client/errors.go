@@ -32,6 +32,7 @@ const (
 	CodeJobNotFound             = "job_not_found"
 	CodeBrokerUnavailable       = "broker_unavailable"
 	CodeResultsUnavailable      = "results_unavailable"
+	CodeExecutorLag             = "executor_lag" // ingest's backpressure (429), retried after its Retry-After
 	CodeInvalidParameter        = "invalid_parameter"
 	CodeInvalidConsistencyToken = "invalid_consistency_token"
 	CodeDocumentNotFound        = "document_not_found"

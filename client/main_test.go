@@ -32,6 +32,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ingestURL, readstoreURL, newReadstore = s.ingestURL, s.readstoreURL, s.newReadstore
+	stackKafka, stackIngestDeps = s.kafka, s.ingestDeps
 	code := m.Run()
 	s.stop()
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()

@@ -34,6 +34,11 @@ var (
 	ingestURL, readstoreURL string
 	// newReadstore builds a read store of the stack's own (stack.newReadstore).
 	newReadstore func(addr string) (*readstore.Server, error)
+	// stackKafka and stackIngestDeps are the stack's Kafka client and what
+	// its ingest server talks to, for a test that runs an ingest of its
+	// own (stack.kafka, stack.ingestDeps).
+	stackKafka      *kgo.Client
+	stackIngestDeps ingest.Deps
 	// writeToken may call every route, readToken only reads and job
 	// status: both servers are configured with one of each.
 	writeToken = "client-test-write-token"
@@ -50,6 +55,8 @@ type stack struct {
 	// newReadstore builds another read store over the same stores, for a
 	// test that stops and restarts one.
 	newReadstore func(addr string) (*readstore.Server, error)
+	kafka        *kgo.Client
+	ingestDeps   ingest.Deps
 	stop         func()
 }
 
@@ -157,8 +164,8 @@ func startStack(ctx context.Context) (*stack, error) {
 
 	tokens := []string{writeToken}
 	reads := []string{readToken}
-	in, err := ingest.NewServer(ingest.Config{Addr: "127.0.0.1:0", JobsTopic: topics.Jobs, BearerTokens: tokens, ReadTokens: reads},
-		ingest.Deps{Producer: cl, Results: store, Registry: reg, ReadReady: readstore.ReadReadiness{Store: views}})
+	ingestDeps := ingest.Deps{Producer: cl, Results: store, Registry: reg, ReadReady: readstore.ReadReadiness{Store: views}}
+	in, err := ingest.NewServer(ingest.Config{Addr: "127.0.0.1:0", JobsTopic: topics.Jobs, BearerTokens: tokens, ReadTokens: reads}, ingestDeps)
 	if err != nil {
 		return fail(err)
 	}
@@ -187,6 +194,8 @@ func startStack(ctx context.Context) (*stack, error) {
 		ingestURL:    "http://" + in.Addr().String(),
 		readstoreURL: "http://" + rs.Addr().String(),
 		newReadstore: newReadstore,
+		kafka:        cl,
+		ingestDeps:   ingestDeps,
 		stop:         closeAll,
 	}, nil
 }

@@ -32,34 +32,33 @@ const maxRetryAfter = time.Minute
 
 // admission decides whether a submit may go ahead given the backlog b:
 // nil when it may, else the 429 to answer, with its Retry-After and the
-// bound passed. A bound is passed when the backlog exceeds it; a
-// measurement older than stale (or none) is not acted on.
+// bound passed. The time bound is passed when jobs older than it still wait
+// (b.Older, measured against maxLag by the watcher), the records bound when
+// the backlog exceeds it; a measurement older than stale (or none) is not
+// acted on.
 func admission(b kafka.Backlog, maxRecords int64, maxLag, stale time.Duration, now time.Time) (e *APIError, retryAfter time.Duration, bound string) {
 	if b.MeasuredAt.IsZero() || now.Sub(b.MeasuredAt) > stale {
 		return nil, 0, ""
 	}
 	// excess is how many records must drain before the backlog is within
 	// every bound again.
-	var excess float64
-	seconds, known := b.Seconds()
-	if maxLag > 0 && known && seconds > maxLag.Seconds() {
-		excess, bound = float64(b.Records)-maxLag.Seconds()*b.Capacity, boundSeconds
+	var excess int64
+	if maxLag > 0 && b.Older > 0 {
+		excess, bound = b.Older, boundSeconds
 	}
-	if maxRecords > 0 && b.Records > maxRecords && float64(b.Records-maxRecords) > excess {
-		excess, bound = float64(b.Records-maxRecords), boundRecords
+	if maxRecords > 0 && b.Records > maxRecords && b.Records-maxRecords > excess {
+		excess, bound = b.Records-maxRecords, boundRecords
 	}
 	if bound == "" {
 		return nil, 0, ""
 	}
-	retryAfter = retryAfterFor(excess, b)
-	var msg string
-	if known {
-		msg = fmt.Sprintf("the executors are %d jobs behind, about %s of work at the %.0f jobs/s they drain", b.Records, round(seconds), b.Capacity)
-	} else {
-		msg = fmt.Sprintf("the executors are %d jobs behind", b.Records)
+	retryAfter = retryAfterFor(float64(excess), b)
+	msg := fmt.Sprintf("the executors are %d jobs behind", b.Records)
+	if seconds, known := b.Seconds(); known {
+		msg += fmt.Sprintf(" (about %s of work at the %.0f jobs/s they drain)", round(seconds), b.Capacity)
 	}
 	if bound == boundSeconds {
-		msg += fmt.Sprintf(", past the bound of %s", maxLag)
+		msg += fmt.Sprintf(", %d of them waiting longer than the bound of %s", b.Older, maxLag)
 	} else {
 		msg += fmt.Sprintf(", past the bound of %d jobs", maxRecords)
 	}

@@ -23,24 +23,27 @@ func TestAdmission(t *testing.T) {
 		message    string
 	}{
 		{name: "within both bounds", b: kafka.Backlog{Records: 400, Capacity: 1000, MeasuredAt: now}, maxRecords: 1000, maxLag: time.Second},
+		{name: "much work, none of it old", b: kafka.Backlog{Records: 900, Capacity: 10, MeasuredAt: now}, maxRecords: 1000, maxLag: time.Second},
 		{name: "no measurement yet", b: kafka.Backlog{Records: 1e9}, maxRecords: 1000, maxLag: time.Second},
 		{name: "a stale measurement", b: kafka.Backlog{Records: 1e9, Capacity: 1, MeasuredAt: now.Add(-stale - time.Millisecond)}, maxRecords: 1000, maxLag: time.Second},
 		{name: "both bounds off", b: kafka.Backlog{Records: 1e9, Capacity: 1, MeasuredAt: now}, maxRecords: -1, maxLag: -1},
 		{
-			// 3,500 jobs at 1,000/s is 3.5s; 0.5s is allowed, so 3,000
-			// must drain: 3s.
-			name: "past the time bound", b: kafka.Backlog{Records: 3500, Capacity: 1000, Rate: 10, MeasuredAt: now},
+			// 3,000 jobs waited past the bound; at 1,000/s that is 3s.
+			name: "past the time bound", b: kafka.Backlog{Records: 3500, Older: 3000, Capacity: 1000, Rate: 10, MeasuredAt: now},
 			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 3 * time.Second, bound: boundSeconds,
-			message: "the executors are 3500 jobs behind, about 3.5s of work at the 1000 jobs/s they drain, past the bound of 500ms; nothing was produced: retry after 3s",
+			message: "the executors are 3500 jobs behind (about 3.5s of work at the 1000 jobs/s they drain), 3000 of them waiting longer than the bound of 500ms; nothing was produced: retry after 3s",
 		},
 		{
-			name: "just past the time bound is a second", b: kafka.Backlog{Records: 501, Capacity: 1000, MeasuredAt: now},
+			name: "one job past the time bound is a second", b: kafka.Backlog{Records: 20, Older: 1, Capacity: 1000, MeasuredAt: now},
 			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
-			message: "about 500ms of work",
+			message: "1 of them waiting longer than the bound of 500ms",
 		},
 		{
-			// The capacity is not known yet: the records bound holds, and
-			// with no rate either the client is told a second.
+			name: "the time bound off", b: kafka.Backlog{Records: 20, Older: 10, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 100000, maxLag: -1,
+		},
+		{
+			// No rate known yet: the client is told a second.
 			name: "past the records bound, no rate known", b: kafka.Backlog{Records: 1200, MeasuredAt: now},
 			maxRecords: 1000, maxLag: time.Second, retryAfter: time.Second, bound: boundRecords,
 			message: "the executors are 1200 jobs behind, past the bound of 1000 jobs; nothing was produced: retry after 1s",
@@ -51,15 +54,15 @@ func TestAdmission(t *testing.T) {
 		},
 		{
 			// Both passed: the one farther away decides.
-			name: "past both, records farther", b: kafka.Backlog{Records: 9000, Capacity: 1000, MeasuredAt: now},
-			maxRecords: 2000, maxLag: 8 * time.Second, retryAfter: 7 * time.Second, bound: boundRecords,
+			name: "past both, records farther", b: kafka.Backlog{Records: 9000, Older: 1000, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 2000, maxLag: time.Second, retryAfter: 7 * time.Second, bound: boundRecords,
 		},
 		{
-			name: "past both, time farther", b: kafka.Backlog{Records: 9000, Capacity: 1000, MeasuredAt: now},
-			maxRecords: 8000, maxLag: 2 * time.Second, retryAfter: 7 * time.Second, bound: boundSeconds,
+			name: "past both, time farther", b: kafka.Backlog{Records: 9000, Older: 7000, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 8000, maxLag: time.Second, retryAfter: 7 * time.Second, bound: boundSeconds,
 		},
 		{
-			name: "a stalled group's whole backlog is capped at a minute", b: kafka.Backlog{Records: 1e7, Capacity: 1000, MeasuredAt: now},
+			name: "a stalled group's whole backlog is capped at a minute", b: kafka.Backlog{Records: 1e7, Older: 1e7, Capacity: 1000, MeasuredAt: now},
 			maxRecords: -1, maxLag: time.Second, retryAfter: maxRetryAfter, bound: boundSeconds,
 		},
 	} {

@@ -24,20 +24,7 @@ func TestBacklogPastTheBoundIs429(t *testing.T) {
 	t.Parallel()
 	kb := setupKafka(t)
 	ctx := testCtx(t)
-	group := kb.env.Group("executor")
-	adm := kb.env.Admin()
-	// The group exists, with nothing consumed: an executor that stopped.
-	commit := func(at map[int32]int64) {
-		t.Helper()
-		offsets := kadm.Offsets{}
-		for p := range int32(kb.env.Topics.JobsPartitions) {
-			offsets.Add(kadm.Offset{Topic: kb.topic, Partition: p, At: at[p]})
-		}
-		resp, err := adm.CommitOffsets(ctx, group, offsets)
-		require.NoError(t, err)
-		require.NoError(t, resp.Error())
-	}
-	commit(nil)
+	group, commit := stoppedGroup(t, kb)
 
 	w, err := kafka.NewBacklogWatcher(kafka.BacklogConfig{Client: kb.producer, Group: group, Topic: kb.topic, Interval: 50 * time.Millisecond})
 	require.NoError(t, err)
@@ -82,11 +69,7 @@ func TestBacklogPastTheBoundIs429(t *testing.T) {
 		http.StatusTooManyRequests, ingest.CodeExecutorLag, "", "past the bound of 5 jobs")
 
 	// The executor catches up: it commits the ends of the partitions.
-	ends, err := adm.ListEndOffsets(ctx, kb.topic)
-	require.NoError(t, err)
-	at := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { at[o.Partition] = o.Offset })
-	commit(at)
+	commit(true)
 	var res response
 	require.Eventually(t, func() bool {
 		res = submit(1000)
@@ -102,6 +85,36 @@ func TestBacklogPastTheBoundIs429(t *testing.T) {
 		delete(acked, j.JobID)
 	}
 	require.Empty(t, acked, "acknowledged jobs missing from the topic")
+}
+
+// stoppedGroup is an executor group that consumed nothing and stopped: its
+// offsets are committed at the start of every partition of the jobs topic.
+// commit(true) commits the partitions' ends, as the group would once it
+// caught up.
+func stoppedGroup(t *testing.T, kb *kafkaBundle) (group string, commit func(toEnd bool)) {
+	t.Helper()
+	ctx := testCtx(t)
+	group = kb.env.Group("executor")
+	adm := kb.env.Admin()
+	commit = func(toEnd bool) {
+		t.Helper()
+		at := map[int32]int64{}
+		if toEnd {
+			ends, err := adm.ListEndOffsets(ctx, kb.topic)
+			require.NoError(t, err)
+			require.NoError(t, ends.Error())
+			ends.Each(func(o kadm.ListedOffset) { at[o.Partition] = o.Offset })
+		}
+		offsets := kadm.Offsets{}
+		for p := range int32(kb.env.Topics.JobsPartitions) {
+			offsets.Add(kadm.Offset{Topic: kb.topic, Partition: p, At: at[p]})
+		}
+		resp, err := adm.CommitOffsets(ctx, group, offsets)
+		require.NoError(t, err)
+		require.NoError(t, resp.Error())
+	}
+	commit(false)
+	return group, commit
 }
 
 // refusalsBy is doclog_ingest_backpressure_refusals_total{bound}.
@@ -121,4 +134,40 @@ func refusalsBy(t *testing.T, reg *prometheus.Registry, bound string) float64 {
 	}
 	t.Fatalf("no refusals counted for bound %s", bound)
 	return 0
+}
+
+// The time bound: with the group stopped, a job accepted now is refused
+// behind once it has waited longer than the bound, and accepted again once
+// the group committed past it.
+func TestOldJobsWaitingIs429(t *testing.T) {
+	t.Parallel()
+	kb := setupKafka(t)
+	ctx := testCtx(t)
+	group, commit := stoppedGroup(t, kb)
+	const bound = 300 * time.Millisecond
+	w, err := kafka.NewBacklogWatcher(kafka.BacklogConfig{Client: kb.producer, Group: group, Topic: kb.topic, Interval: 50 * time.Millisecond, MaxAge: bound})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, w.Stop(ctx)) })
+	h := newHandler(t, ingest.Config{JobsTopic: kb.topic, MaxExecutorLag: bound, MaxExecutorLagRecords: -1},
+		ingest.Deps{Producer: kb.producer, Backlog: w})
+	require.Eventually(t, func() bool { return !w.Backlog().MeasuredAt.IsZero() }, 30*time.Second, 50*time.Millisecond)
+
+	submit := func() response {
+		return do(t, h, request{method: "POST", path: "/v1/jobs", body: `{"documentId": "doc-old", "documentType": "doclog/json", "actions": [{"type": "MERGE_PATCH", "scope": "global", "input": {"n": 1}}]}`})
+	}
+	accepted(t, submit())
+	sent := time.Now()
+	var res response
+	require.Eventually(t, func() bool {
+		res = submit()
+		return res.status == http.StatusTooManyRequests
+	}, 30*time.Second, 50*time.Millisecond, "a job waiting past the bound refuses submits")
+	require.GreaterOrEqual(t, time.Since(sent), bound, "refused only once the first job had waited the bound")
+	requireRefused(t, res, http.StatusTooManyRequests, ingest.CodeExecutorLag, "", "of them waiting longer than the bound of 300ms; nothing was produced: retry after 1s")
+	require.Equal(t, "1", res.header.Get("Retry-After"))
+
+	commit(true)
+	require.Eventually(t, func() bool { return submit().status == http.StatusAccepted }, 30*time.Second, 50*time.Millisecond,
+		"submits are accepted again once the group worked past the old jobs")
 }

@@ -26,9 +26,9 @@ const (
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultJobsRetention     = kafka.DefaultJobsRetention
 	// The backlog bounds are far above what the executors hold while they
-	// keep up (tens of milliseconds of work) and cap a backlog at under a
-	// second of work, so a job accepted at the bound still reaches
-	// READ_READY within about a second.
+	// keep up (jobs wait tens of milliseconds) and keep a job's wait for an
+	// executor under a second, so that it reaches READ_READY within about
+	// one.
 	DefaultMaxExecutorLag        = 500 * time.Millisecond
 	DefaultMaxExecutorLagRecords = 20000
 	DefaultExecutorLagInterval   = kafka.DefaultBacklogInterval
@@ -94,16 +94,15 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful Stop when the caller's context has
 	// no deadline. Default 30s.
 	ShutdownTimeout time.Duration
-	// MaxExecutorLag bounds the executor group's backlog in time: its
-	// records over the rate the group drains them at when busy
-	// (kafka.Backlog.Seconds), about how long a job accepted now would
-	// wait. Past it every submit is answered 429 executor_lag with a
-	// Retry-After, nothing produced. It applies only with Deps.Backlog,
-	// and only once the drain rate is known (MaxExecutorLagRecords holds
-	// before). Default 500ms; negative: no bound.
+	// MaxExecutorLag bounds the executor group's backlog in time: while
+	// jobs older than this wait unprocessed (kafka.Backlog.Older, from the
+	// watcher behind Deps.Backlog, built with this as its MaxAge), every
+	// submit is answered 429 executor_lag with a Retry-After, nothing
+	// produced. Default 500ms; negative: no bound.
 	MaxExecutorLag time.Duration
 	// MaxExecutorLagRecords bounds the same backlog in jobs (records of the
-	// jobs topic), over all partitions. Default 20000; negative: no bound.
+	// jobs topic), over all partitions, however young: a burst is refused
+	// from the job past it. Default 20000; negative: no bound.
 	MaxExecutorLagRecords int64
 	// ExecutorLagInterval is how often the backlog is measured (the
 	// watcher behind Deps.Backlog is built with it); a measurement older

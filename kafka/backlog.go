@@ -25,6 +25,14 @@ const (
 	// capacityWindow is how long a drain rate measured while the group was
 	// busy counts towards its capacity.
 	capacityWindow = time.Minute
+	// stuckAfter is how long a partition's committed offset may stand still
+	// and its old records still count in Backlog.Older. The executor does
+	// not commit past a job parked on its queueHint (or on a document type
+	// no member knows) while it works on the records behind it, so a
+	// partition standing still that long is more likely parked than
+	// behind; a group that keeps up commits every 100ms, and one that is
+	// behind at least every batch.
+	stuckAfter = 2 * time.Second
 )
 
 // Backlog is a consumer group's backlog on one topic, over all its
@@ -35,6 +43,12 @@ type Backlog struct {
 	// the group has not worked through, plus up to one offset commit
 	// interval of records it has processed but not committed yet.
 	Records int64
+	// Older are those of Records older than BacklogConfig.MaxAge by their
+	// timestamps (the producer's clock): work that has waited longer than
+	// that, on the partitions whose committed offset moved in the last two
+	// seconds (one standing still longer holds a parked job; its records
+	// count in Records only). 0 without a MaxAge.
+	Older int64
 	// Rate is the records per second the group committed past over the
 	// last second or so; 0 when it made no progress.
 	Rate float64
@@ -71,6 +85,11 @@ type BacklogConfig struct {
 	// (the group's committed offsets and the topic's end offsets) shared
 	// by every reader. Default DefaultBacklogInterval.
 	Interval time.Duration
+	// MaxAge, when positive, makes each measurement also count the
+	// waiting records older than it (Backlog.Older), with one more
+	// request: the offsets of the first records at or after now−MaxAge.
+	// Default 0: not counted.
+	MaxAge time.Duration
 	// Logger logs failed measurements. Default: none.
 	Logger *zap.Logger
 }
@@ -80,13 +99,14 @@ type BacklogConfig struct {
 // control) reads it from memory.
 //
 // The backlog is measured in records, from the committed offsets, as
-// `doclogctl status` and the lag gauges measure it, and turned into time
-// with the group's own drain rate rather than from the oldest waiting
-// record's timestamp: that needs a fetch per partition each time, and the
-// age of the oldest record says how long work has waited, not how long new
-// work will. Between measurements the records this process reports with
-// Produced are added and the drain at Rate subtracted, so a burst is seen
-// at once rather than one interval late.
+// `doclogctl status` and the lag gauges measure it. Its age is measured
+// against MaxAge without reading a record: the broker's offset for the
+// timestamp now−MaxAge, past the committed offset, means records older than
+// that still wait; how many is the difference. The group's drain rate, from
+// the committed offsets' progress, turns records into time for an estimate
+// (Seconds) and a Retry-After. Between measurements the records this
+// process reports with Produced are added to Records and the drain at Rate
+// subtracted, so a burst is seen at once rather than one interval late.
 type BacklogWatcher struct {
 	cfg BacklogConfig
 	adm *kadm.Client
@@ -98,6 +118,7 @@ type BacklogWatcher struct {
 	samples  []sample // the last rateWindow or so of measurements
 	peaks    []peak   // busy drain rates of the last capacityWindow
 	failures int      // consecutive failed measurements
+	moved    map[int32]position
 
 	mu      sync.Mutex
 	started bool
@@ -109,6 +130,12 @@ type BacklogWatcher struct {
 type measurement struct {
 	Backlog
 	produced int64 // the produced counter when the measurement started
+}
+
+// position is where a partition's committed offset was and since when.
+type position struct {
+	committed int64
+	since     time.Time
 }
 
 type sample struct {
@@ -140,7 +167,10 @@ func NewBacklogWatcher(cfg BacklogConfig) (*BacklogWatcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &BacklogWatcher{cfg: cfg, adm: kadm.NewClient(cfg.Client)}, nil
+	if cfg.MaxAge < 0 {
+		cfg.MaxAge = 0
+	}
+	return &BacklogWatcher{cfg: cfg, adm: kadm.NewClient(cfg.Client), moved: map[int32]position{}}, nil
 }
 
 // Start takes a first measurement (its failure is logged, not returned: the
@@ -217,13 +247,24 @@ func (w *BacklogWatcher) run(ctx context.Context) {
 func (w *BacklogWatcher) measure(ctx context.Context) {
 	produced := w.produced.Load()
 	mctx, cancel := context.WithTimeout(ctx, max(10*w.cfg.Interval, 2*time.Second))
+	defer cancel()
+	ageFrom := time.Now().Add(-w.cfg.MaxAge).UnixMilli()
 	lags, err := groupLags(mctx, w.adm, w.cfg.Group)
-	cancel()
 	if err == nil && !slices.ContainsFunc(lags, func(l PartitionLag) bool { return l.Topic == w.cfg.Topic }) {
 		// A group that has not consumed yet, or one the coordinator
 		// answers for as unknown for a moment: no figure at all, rather
 		// than a backlog of 0.
 		err = fmt.Errorf("group %s has no offsets on %s", w.cfg.Group, w.cfg.Topic)
+	}
+	var young kadm.ListedOffsets
+	if err == nil && w.cfg.MaxAge > 0 {
+		young, err = w.adm.ListOffsetsAfterMilli(mctx, ageFrom, w.cfg.Topic)
+		if err == nil {
+			err = young.Error()
+		}
+		if err != nil {
+			err = fmt.Errorf("listing the offsets of %s at %d ms: %w", w.cfg.Topic, ageFrom, err)
+		}
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -240,13 +281,28 @@ func (w *BacklogWatcher) measure(ctx context.Context) {
 	w.failures = 0
 	now := time.Now()
 	s := sample{at: now}
+	var older int64
 	for _, l := range lags {
-		if l.Topic == w.cfg.Topic {
-			s.lag += l.Lag
-			s.committed += l.End - l.Lag // the log start where nothing was committed
+		if l.Topic != w.cfg.Topic {
+			continue
+		}
+		committed := l.End - l.Lag // the log start where nothing was committed
+		s.lag += l.Lag
+		s.committed += committed
+		pos, ok := w.moved[l.Partition]
+		if !ok || pos.committed != committed {
+			pos = position{committed: committed, since: now}
+			w.moved[l.Partition] = pos
+		}
+		// The first record young enough is past the committed offset: the
+		// records between are older than MaxAge and still wait.
+		if o, ok := young.Lookup(l.Topic, l.Partition); ok && o.Offset > committed && now.Sub(pos.since) <= stuckAfter {
+			older += o.Offset - committed
 		}
 	}
-	w.last.Store(&measurement{Backlog: w.add(s), produced: produced})
+	b := w.add(s)
+	b.Older = older
+	w.last.Store(&measurement{Backlog: b, produced: produced})
 }
 
 // add records a sample and derives the backlog from it: the drain rate over

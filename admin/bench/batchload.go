@@ -115,6 +115,14 @@ func (r *runner) submitMany(ctx context.Context, batch []due, next []int) {
 		next[j.doc]++
 	}
 	ids, errs, err := r.sub.(batchSubmitter).mutateMany(ctx, muts)
+	for r.waitedOut(ctx, err) {
+		if r.cfg.Rate == 0 {
+			for i := range batch {
+				batch[i].at = time.Now()
+			}
+		}
+		ids, errs, err = r.sub.(batchSubmitter).mutateMany(ctx, muts)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.fails.Add(int64(len(batch)))

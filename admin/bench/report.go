@@ -38,6 +38,12 @@ type Report struct {
 	Submitted      Count   `json:"submitted"`
 	SubmitSeconds  float64 `json:"submitSeconds"`
 	SubmitFailures int64   `json:"submitFailures"`
+	// Refusals counts the submissions ingest answered 429 (backpressure:
+	// its executor_lag bound), each waited out for its Retry-After and
+	// sent again; RefusedSeconds is the sum of those waits over all
+	// documents. Jobs sent via kafka bypass ingest and are never refused.
+	Refusals       int64   `json:"refusals"`
+	RefusedSeconds float64 `json:"refusedSeconds"`
 	LastSubmitErr  string  `json:"lastSubmitError,omitempty"`
 	// Drained is true when every submitted job reached READ_READY or
 	// FAILED within the drain time.
@@ -128,6 +134,7 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 	rep.Rounds, rep.Operations, rep.Workload = c.Rounds, c.Operations, c.workload()
 	rep.SubmitSeconds = loadDone.Sub(start).Seconds()
 	rep.SubmitFailures = r.fails.Load()
+	rep.Refusals, rep.RefusedSeconds = r.refusals.Load(), time.Duration(r.refusedFor.Load()).Seconds()
 	if s, ok := r.lastErr.Load().(string); ok {
 		rep.LastSubmitErr = s
 	}

@@ -51,7 +51,10 @@ type runner struct {
 	streams []oplog.StreamKey // the global stream of each document
 	jobs    [][]job           // per document, in submission order
 	fails   atomic.Int64      // submissions that were not acknowledged
-	lastErr atomic.Value      // the last submission error, for the report
+	// refusals counts the submissions answered 429 (backpressure) and
+	// refusedFor the Retry-After they waited, in nanoseconds.
+	refusals, refusedFor atomic.Int64
+	lastErr              atomic.Value // the last submission error, for the report
 
 	// schema is the embedded run's own schema, dropped by close through
 	// baseURL (the URL given, without the schema on its search path).
@@ -353,6 +356,12 @@ func (r *runner) inputs(n int) []json.RawMessage {
 func (r *runner) submit(ctx context.Context, d, n int, t time.Time) {
 	in := r.inputs(n)
 	id, err := r.sub.mutate(ctx, r.docs[d], in)
+	for r.waitedOut(ctx, err) {
+		if r.cfg.Rate == 0 {
+			t = time.Now() // the closed loop measures from the accepted submission
+		}
+		id, err = r.sub.mutate(ctx, r.docs[d], in)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.fails.Add(1)
@@ -365,6 +374,20 @@ func (r *runner) submit(ctx context.Context, d, n int, t time.Time) {
 	if r.ser != nil {
 		r.ser.add(r.jobs[d][len(r.jobs[d])-1])
 	}
+}
+
+// waitedOut reports whether err is ingest's backpressure (a 429), after
+// counting it and waiting its Retry-After (or until ctx ends): the caller
+// sends the same job again. In a closed loop that is what paces the load to
+// the rate the pipeline sustains.
+func (r *runner) waitedOut(ctx context.Context, err error) bool {
+	var ref *refusal
+	if !errors.As(err, &ref) || ctx.Err() != nil {
+		return false
+	}
+	r.refusals.Add(1)
+	r.refusedFor.Add(int64(ref.retryAfter))
+	return sleep(ctx, ref.retryAfter) == nil
 }
 
 // startSeries starts the time series, if configured, and returns what

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,10 +103,34 @@ func (s *httpSubmitter) send(ctx context.Context, path string, body any, want in
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer of %s: %w", path, err)
 	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return nil, &refusal{path: path, retryAfter: retryAfter(resp.Header.Get("Retry-After")), body: string(bytes.TrimSpace(data))}
+	}
 	if resp.StatusCode != want {
 		return nil, fmt.Errorf("submitting to %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
 	}
 	return data, nil
+}
+
+// refusal is a 429: ingest's backpressure (executor_lag), to be waited out
+// for its Retry-After and sent again, since nothing was produced.
+type refusal struct {
+	path       string
+	retryAfter time.Duration
+	body       string
+}
+
+func (e *refusal) Error() string {
+	return fmt.Sprintf("submitting to %s: 429, retry after %s: %s", e.path, e.retryAfter, e.body)
+}
+
+// retryAfter reads a Retry-After in seconds, as ingest sends it; one second
+// when it is missing or not a number of seconds.
+func retryAfter(v string) time.Duration {
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return time.Second
 }
 
 // mutateMany submits the jobs through POST /v1/jobs:batch.

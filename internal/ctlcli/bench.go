@@ -249,6 +249,7 @@ func renderBench(g *globals, rep *bench.Report) error {
 		}
 		t.AppendRow(table.Row{"drained", fmt.Sprintf("%v: %d jobs failed, %d submissions failed; READ_READY sampled every %.0f ms",
 			rep.Drained, rep.Failed, rep.SubmitFailures, rep.SampleIntervalMs)})
+		t.AppendRow(table.Row{"refused (429)", fmt.Sprintf("%d submissions, waited out %.1f s of Retry-After over all documents", rep.Refusals, rep.RefusedSeconds)})
 		if rep.LastSubmitErr != "" {
 			t.AppendRow(table.Row{"last submission error", rep.LastSubmitErr})
 		}
