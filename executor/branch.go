@@ -390,7 +390,7 @@ func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 		}
 		fromKey := oplog.StreamKey{DocumentID: j.DocumentID, Scope: s, Branch: src}
 		to := oplog.StreamKey{DocumentID: j.DocumentID, Scope: s, Branch: dst}
-		ops, skip, err := b.promoted(ctx, fromKey, S, T, o, bp)
+		ops, skip, err := b.promoted(ctx, fromKey, to, S, T, o, bp)
 		if err != nil {
 			return nil, err
 		}
@@ -457,9 +457,14 @@ func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 // shared operation again, with skip T-bp+1. Neither holds when a source
 // operation's own skip reaches into the shared prefix, when the last
 // shared operation is the scope's first (a skip reaching the target's
-// first operation supersedes the whole scope anyway), or when the branches
-// have no sync point (no fork between them): then the whole scope.
-func (b *branchJob) promoted(ctx context.Context, k oplog.StreamKey, S, T, o, bp int64) ([]oplog.Operation, int64, error) {
+// first operation supersedes the whole scope anyway), when the branches
+// have no sync point (no fork between them), or when one of the target's
+// operations since T-skip has a skip reaching before T-skip: a replay keeps
+// superseded what a skip superseded, so it would not see the target's
+// first T-skip operations before the re-appended ones, and their hashes
+// would not replay (a fork at an index inside what a later promote
+// superseded, promoted back). Then the whole scope.
+func (b *branchJob) promoted(ctx context.Context, k, target oplog.StreamKey, S, T, o, bp int64) ([]oplog.Operation, int64, error) {
 	from, skip := o, T-bp
 	if S == o {
 		from, skip = o-1, T-bp+1
@@ -469,7 +474,13 @@ func (b *branchJob) promoted(ctx context.Context, k oplog.StreamKey, S, T, o, bp
 		if err != nil {
 			return nil, 0, err
 		}
-		if !slices.ContainsFunc(ops, func(op oplog.Operation) bool { return op.Index-op.Skip < from || (op.Index == from && op.Skip > 0) }) {
+		since, err := b.read(ctx, target, T-skip, T)
+		if err != nil {
+			return nil, 0, err
+		}
+		intoShared := func(op oplog.Operation) bool { return op.Index-op.Skip < from || (op.Index == from && op.Skip > 0) }
+		behindStart := func(op oplog.Operation) bool { return op.Index-op.Skip < T-skip }
+		if !slices.ContainsFunc(ops, intoShared) && !slices.ContainsFunc(since, behindStart) {
 			return ops, skip, nil
 		}
 	}

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -160,4 +161,48 @@ func TestBranchJobs(t *testing.T) {
 		require.Equal(t, oplog.JobFailed, res[id].Status)
 		require.Equal(t, name, res[id].ErrorHistory[len(res[id].ErrorHistory)-1].Name)
 	}
+}
+
+// A fork at an index inside what a later promote superseded, promoted back:
+// a replay of the target keeps superseded what the earlier promote's skip
+// superseded, so the promote cannot start from the sync points (the state
+// it would re-derive there is not the one a replay sees, and every hash it
+// wrote would fail to replay); it promotes the whole scope instead, and the
+// target then replays, every hash checked, to the source's states.
+func TestPromoteOfAForkInsideASupersededRange(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	b.start(b.config())
+	doc := "superseded-doc"
+	run := func(jobs ...*record.Job) {
+		t.Helper()
+		b.submit(jobs...)
+		res := b.waitResults(ids(jobs), 30*time.Second)
+		for _, j := range jobs {
+			require.Equal(t, oplog.JobWriteReady, res[j.JobID].Status, "%s %s: %+v", j.Kind, j.JobID, res[j.JobID].ErrorHistory)
+		}
+	}
+	tip := func(global int64) map[string]int64 {
+		return map[string]int64{oplog.ScopeDocument: 1, oplog.ScopeGlobal: global}
+	}
+	// Each patch adds a member of its own, so the state tells which
+	// patches a replay kept.
+	patchJob := func(doc string, n int) *record.Job {
+		return mutateJob(doc, jsondoc.DocumentType, action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{fmt.Sprintf("p%d", n): n}))
+	}
+	run(createJob(doc, jsondoc.DocumentType), patchJob(doc, 1), patchJob(doc, 2))
+	run(forkJob(doc, oplog.DefaultBranch, "b1", nil))
+	run(onBranch(patchJob(doc, 10), "b1"), patchJob(doc, 3))
+	// main: 1, 2, 3, then b1's 10 with skip 1 over main's 3.
+	run(promoteJob(doc, "b1", oplog.DefaultBranch, tip(3)))
+	main := oplog.StreamKey{DocumentID: doc, Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	require.Equal(t, int64(1), b.readAll(main)[3].Skip)
+	// b2 forks main's first three: 1, 2 and the superseded 3.
+	run(forkJob(doc, oplog.DefaultBranch, "b2", map[string]int64{oplog.ScopeGlobal: 3}))
+	run(onBranch(patchJob(doc, 20), "b2"))
+	run(promoteJob(doc, "b2", oplog.DefaultBranch, tip(4)))
+	require.Equal(t, b.branchState(doc, "b2"), b.branchState(doc, oplog.DefaultBranch), "main replays, every hash checked, to b2's states")
+	after := b.readAll(main)
+	require.Len(t, after, 8, "b2's four operations re-appended after main's four")
+	require.Equal(t, int64(4), after[4].Skip, "superseding the whole scope")
 }
