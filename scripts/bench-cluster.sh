@@ -65,7 +65,9 @@ if command -v psql >/dev/null; then
 	psql "$db" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
 fi
 scripts/kafka.sh install
-seeds=$(scripts/kafka.sh start "$work/kafka") || fail "the single Kafka node did not start"
+# JVMs start slowly on busy cores: as long a wait for the single node as for
+# the cluster.
+seeds=$(KAFKA_READY_TIMEOUT=300s scripts/kafka.sh start "$work/kafka") || fail "the single Kafka node did not start"
 seeds=${seeds#TEST_KAFKA_SEEDS=}
 cseeds=$(KAFKA_LINK_LATENCY=$LATENCY scripts/kafka.sh start-cluster "$work/cluster") || fail "the Kafka cluster did not start; its logs were printed above"
 cseeds=${cseeds#TEST_KAFKA_SEEDS=}

@@ -27,8 +27,9 @@
 # node advertises the proxy's addresses: clients, the brokers' replication
 # and the controllers' quorum all cross a link of that latency. Each node's
 # heap is at most KAFKA_HEAP (default 512m for a cluster node, 768m for
-# start). Three JVMs starting on two busy cores can take minutes: the wait is
-# KAFKA_READY_TIMEOUT (default 300s).
+# start). Three JVMs starting on two busy cores can take minutes: the wait
+# for readiness is KAFKA_READY_TIMEOUT (default 300s for a cluster, 60s for
+# start and restart).
 #
 # With KAFKA_PROXIED_ADVERTISE=host:port in the environment, start adds a
 # second listener that advertises that address instead of its own, and writes
@@ -235,7 +236,7 @@ launch() {
 	# The PLAINTEXT listener alone: a proxied one may follow it on the line.
 	seeds=$(sed -n 's|^advertised.listeners=PLAINTEXT://\([^,]*\).*|\1|p' "$DIR/server.properties")
 	spawn "$DIR" "${KAFKA_HEAP:-768m}"
-	if ! "$PROBE" -seeds "$seeds" -timeout 60s -pid "$(cat "$DIR/kafka.pid")" >&2; then
+	if ! "$PROBE" -seeds "$seeds" -timeout "${KAFKA_READY_TIMEOUT:-60s}" -pid "$(cat "$DIR/kafka.pid")" >&2; then
 		tail -n 40 "$DIR/kafka.log" "$DIR/server.log" >&2 || true
 		cmd_stop "$DIR"
 		die "the broker did not become ready"
