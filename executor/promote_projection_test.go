@@ -70,8 +70,9 @@ func (s *viewStack) wait(id string) oplog.JobResult {
 // Promotes that supersede a whole scope reach the document view as
 // ordinary write-ready records: the executor and a docview runner on the
 // real Kafka and Postgres, a promote between branches with no fork between
-// them and one onto a target that moved past the one operation it shares
-// with the source; after each, the view of the target equals a replay of
+// them, one onto a scope the branches share nothing of, and one onto a
+// target that moved past the one operation it shares with the source;
+// after each, the view of the target equals a replay of
 // the log (state, hash, last index of every scope) and of the source, with
 // nothing quarantined.
 func TestDocviewFollowsWholeScopePromotes(t *testing.T) {
@@ -134,6 +135,13 @@ func TestDocviewFollowsWholeScopePromotes(t *testing.T) {
 	viewEqualsReplay(moved, main, main)
 	run(promoteJob(moved, "draft", main, map[string]int64{oplog.ScopeDocument: 1, oplog.ScopeGlobal: 3}))
 	viewEqualsReplay(moved, main, "draft")
+
+	const disjoint = "view-disjoint"
+	run(createJob(disjoint, jsondoc.DocumentType), setJob(disjoint, main, "m1"),
+		forkJob(disjoint, main, "draft", map[string]int64{oplog.ScopeGlobal: 0}), setJob(disjoint, main, "m2"), setJob(disjoint, "draft", "d1"))
+	viewEqualsReplay(disjoint, main, main)
+	run(promoteJob(disjoint, "draft", main, map[string]int64{oplog.ScopeDocument: 1, oplog.ScopeGlobal: 2}))
+	viewEqualsReplay(disjoint, main, "draft")
 
 	qs, err := env.Store.Quarantines(context.Background(), docview.Name)
 	require.NoError(t, err)
