@@ -160,6 +160,12 @@ type Config struct {
 	// Partitions is the jobs topic's partition count of an embedded run.
 	// Default 4.
 	Partitions int32
+	// NoBackpressure turns the embedded ingest's backlog bounds off
+	// (ingest.Config.MaxExecutorLag and MaxExecutorLagRecords negative),
+	// so a closed loop submits as fast as the broker acknowledges rather
+	// than at the rate the executors sustain. Default false: doclog
+	// serve's bounds.
+	NoBackpressure bool
 
 	// Series, if set, receives the run's time series as CSV: a row every
 	// SeriesInterval while jobs are submitted (see SeriesRow).
@@ -280,6 +286,9 @@ func (c Config) Validate() error {
 	}
 	if c.Via == ViaHTTP && !c.Embedded && c.IngestURL == "" {
 		errs = append(errs, errors.New("no ingest URL: give one, submit via kafka, or run embedded"))
+	}
+	if c.NoBackpressure && !c.Embedded {
+		errs = append(errs, errors.New("no backpressure applies to an embedded run: a running doclog's ingest has its own --ingest-max-executor-lag"))
 	}
 	if (c.Via == ViaKafka || c.Embedded) && len(c.Kafka.Seeds) == 0 {
 		errs = append(errs, errors.New("no Kafka seeds"))

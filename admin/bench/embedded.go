@@ -50,6 +50,9 @@ func startEmbedded(ctx context.Context, cfg Config, id string) (*embedded, error
 		Topics:           kafka.TopicsConfig{Prefix: prefix, JobsPartitions: cfg.Partitions},
 		CreateTopics:     true,
 	}
+	if cfg.NoBackpressure {
+		s.Tuning.Ingest.MaxExecutorLag, s.Tuning.Ingest.MaxExecutorLagRecords = -1, -1
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

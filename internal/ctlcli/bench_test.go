@@ -184,6 +184,10 @@ func TestBenchUsage(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "no ingest URL")
 
+	code, _, errOut = ctl(t, "bench", "--database-url", "postgres://x", "--ingest-url", "http://x", "--no-backpressure")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "no backpressure applies to an embedded run")
+
 	code, _, errOut = ctl(t, "bench", "--embedded", "--database-url", "postgres://x", "--kafka-seeds", "k:9092", "--rounds", "1", "--duration", "10s")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "exclude each other")
