@@ -105,7 +105,8 @@ type Config struct {
 	// ActionsPerDocument actions (in mode single Rounds×K jobs of one
 	// action, in mode batch Rounds jobs of K) and stops. The reference
 	// reactor's comparison is W1 at one round: 200 × 50 = 10,000
-	// operations. Excludes Duration and Operations.
+	// operations. A refused submission is retried until accepted (for
+	// about a minute at most). Excludes Duration and Operations.
 	Rounds int
 	// Operations fixes the workload at this many operations over all
 	// documents, job i going to document i mod Documents; in mode batch

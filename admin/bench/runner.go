@@ -353,7 +353,7 @@ func (r *runner) inputs(n int) []json.RawMessage {
 }
 
 // submit sends one job of document d and records it as submitted at t.
-func (r *runner) submit(ctx context.Context, d, n int, t time.Time) {
+func (r *runner) submit(ctx context.Context, d, n int, t time.Time) bool {
 	in := r.inputs(n)
 	id, err := r.sub.mutate(ctx, r.docs[d], in)
 	for r.waitedOut(ctx, err) {
@@ -368,11 +368,27 @@ func (r *runner) submit(ctx context.Context, d, n int, t time.Time) {
 			r.lastErr.Store(err.Error())
 			_ = sleep(ctx, 50*time.Millisecond) // do not spin on a refusing API
 		}
-		return
+		return false
 	}
 	r.jobs[d] = append(r.jobs[d], job{id: id, doc: d, ops: len(in), submitted: t})
 	if r.ser != nil {
 		r.ser.add(r.jobs[d][len(r.jobs[d])-1])
+	}
+	return true
+}
+
+// maxAttempts bounds the attempts at one job of a fixed workload (about a
+// minute of refusals): an API that refuses that long is not coming back.
+const maxAttempts = 1200
+
+// submitJob is submit, retried while refused when the workload is fixed:
+// a fixed workload submits every one of its jobs, and ingest refuses with
+// 429 while the executors lag behind. A timed run moves on instead.
+func (r *runner) submitJob(ctx context.Context, d, n int, t time.Time) {
+	for range maxAttempts {
+		if r.submit(ctx, d, n, t) || r.cfg.fixedJobs() == 0 || ctx.Err() != nil {
+			return
+		}
 	}
 }
 
@@ -425,7 +441,7 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 			wg.Go(func() {
 				limit := r.cfg.jobsOf(d)
 				for n := 0; (limit < 0 && time.Now().Before(end) || n < limit) && lctx.Err() == nil; n++ {
-					r.submit(lctx, d, n, time.Now())
+					r.submitJob(lctx, d, n, time.Now())
 					submitted.Add(1)
 				}
 			})
@@ -441,7 +457,7 @@ func (r *runner) load(ctx context.Context, start time.Time) time.Time {
 			wg.Go(func() {
 				n := 0
 				for due := range queues[d] {
-					r.submit(lctx, d, n, due)
+					r.submitJob(lctx, d, n, due)
 					submitted.Add(1)
 					n++
 				}
