@@ -68,7 +68,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request) {
 	if apiErr == nil {
 		apiErr = decodeStrict(body, &b, "")
 	}
-	if apiErr == nil {
+	if apiErr == nil && mayHoldNull(body) {
 		apiErr = membersOf(body).refuseNulls("")
 	}
 	if apiErr == nil {
@@ -138,8 +138,10 @@ func (h *Handler) prepareBatchJob(raw json.RawMessage, field string, nowMs int64
 	if e := decodeStrict(raw, &b, field); e != nil {
 		return nil, nil, e
 	}
-	if e := membersOf(raw).refuseNulls(field, "meta"); e != nil {
-		return nil, nil, e
+	if mayHoldNull(raw) {
+		if e := membersOf(raw).refuseNulls(field, "meta"); e != nil {
+			return nil, nil, e
+		}
 	}
 	id, e := batchJobID(b.IdempotencyKey, field)
 	if e != nil {

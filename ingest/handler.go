@@ -280,7 +280,7 @@ func (h *Handler) decodeRequest(w http.ResponseWriter, r *http.Request, v any, d
 	if apiErr == nil {
 		apiErr = decodeStrict(body, v, "")
 	}
-	if apiErr == nil {
+	if apiErr == nil && (mayHoldNull(body) || len(defaulted) > 0) {
 		m := membersOf(body)
 		if apiErr = m.refuseNulls("", "meta"); apiErr == nil {
 			apiErr = m.refuseEmpty("", defaulted...)

@@ -159,8 +159,10 @@ func (v *validator) action(m model.Model, raw json.RawMessage, field, jobID stri
 	if e := decodeStrict(raw, &b, field); e != nil {
 		return oplog.Action{}, e
 	}
-	if e := membersOf(raw).refuseNulls(field, "input", "context"); e != nil {
-		return oplog.Action{}, e
+	if mayHoldNull(raw) {
+		if e := membersOf(raw).refuseNulls(field, "input", "context"); e != nil {
+			return oplog.Action{}, e
+		}
 	}
 	for _, f := range []struct{ name, v string }{{"id", b.ID}, {"type", b.Type}, {"scope", b.Scope}} {
 		if e := checkText(field+"."+f.name, f.v); e != nil {
