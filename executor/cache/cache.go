@@ -41,8 +41,9 @@ type Config struct {
 	// MaxStreams bounds the number of streams held. Default 10000.
 	MaxStreams int
 	// MaxBytes bounds the summed weight of the held snapshots (canonical
-	// JSON length plus EntryOverhead each). Default 64 MiB, about 350 MiB
-	// of Go heap: a held state takes ~5.4 heap bytes per canonical byte.
+	// JSON length plus EntryOverhead each). Default 64 MiB, about 520 MiB
+	// of Go heap: a held head takes ~8 heap bytes per canonical byte (its
+	// tree, its kept canonical bytes and their index; docs/benchmarks.md).
 	MaxBytes int64
 	// KeyframeInterval is the streams' keyframe interval (model.KeyframeDue):
 	// a cold miss that replayed at least this many operations persists a
