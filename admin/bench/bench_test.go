@@ -171,10 +171,15 @@ func TestCPUAccounting(t *testing.T) {
 	t.Parallel()
 	// This process's own CPU times parse, and grow with work.
 	self := []cpuGroup{{name: "self", pids: []int{os.Getpid()}}}
+	// On a loaded machine a short busy loop may not register a clock tick
+	// (10 ms), so it spins until one does, within a bound.
 	before := snapshotCPU(self)
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	after := before
+	for deadline := time.Now().Add(10 * time.Second); after["self"] <= before["self"] && time.Now().Before(deadline); {
+		for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+		}
+		after = snapshotCPU(self)
 	}
-	after := snapshotCPU(self)
 	require.Greater(t, after["self"], before["self"])
 	rep := cpuReport(self, cpuSnapshot{"self": 10}, cpuSnapshot{"self": 60}, 2, 1000)
 	require.InDelta(t, 0.5, rep.Seconds, 1e-9)
