@@ -91,21 +91,22 @@ func round(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second)).Round(10 * time.Millisecond)
 }
 
-// admit wraps a route that produces a job: past a backlog bound it answers
-// 429 executor_lag with a Retry-After in seconds and does not call next.
-func (h *Handler) admit(next http.HandlerFunc) http.HandlerFunc {
+// refusedForBacklog answers 429 executor_lag, with a Retry-After in
+// seconds, when the backlog is past a bound, and reports whether it did. A
+// submit is checked after its validation, just before it is produced, so
+// that bad input is told so at once rather than after waiting out a
+// Retry-After.
+func (h *Handler) refusedForBacklog(w http.ResponseWriter, r *http.Request) bool {
 	if h.backlog == nil || (h.cfg.MaxExecutorLag < 0 && h.cfg.MaxExecutorLagRecords < 0) {
-		return next
+		return false
 	}
 	stale := max(10*h.cfg.ExecutorLagInterval, 5*time.Second)
-	return func(w http.ResponseWriter, r *http.Request) {
-		e, retryAfter, bound := admission(h.backlog.Backlog(), h.cfg.MaxExecutorLagRecords, h.cfg.MaxExecutorLag, stale, time.Now())
-		if e != nil {
-			h.refusals.WithLabelValues(bound).Inc()
-			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
-			h.refuse(w, r, e)
-			return
-		}
-		next(w, r)
+	e, retryAfter, bound := admission(h.backlog.Backlog(), h.cfg.MaxExecutorLagRecords, h.cfg.MaxExecutorLag, stale, time.Now())
+	if e == nil {
+		return false
 	}
+	h.refusals.WithLabelValues(bound).Inc()
+	w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+	h.refuse(w, r, e)
+	return true
 }

@@ -101,6 +101,9 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request) {
 		jobs[i], recs[i] = job, rec
 	}
 
+	if h.refusedForBacklog(w, r) {
+		return
+	}
 	// As for one job, a client that hangs up does not cancel the produce.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.ProduceTimeout)
 	defer cancel()

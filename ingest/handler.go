@@ -167,15 +167,15 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		logger.Warn("ingest has read tokens only: every submit will be answered 403 until a write token is configured")
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/jobs", h.auth(httpapi.ScopeWrite, h.admit(h.submitJob)))
-	mux.Handle("POST /v1/jobs:batch", h.auth(httpapi.ScopeWrite, h.admit(h.submitBatch)))
-	mux.Handle("POST /v1/documents", h.auth(httpapi.ScopeWrite, h.admit(h.createDocument)))
-	mux.Handle("DELETE /v1/documents/{id}", h.auth(httpapi.ScopeWrite, h.admit(h.deleteDocument)))
-	mux.Handle("POST /v1/documents/{id}/load", h.auth(httpapi.ScopeWrite, h.admit(h.loadDocument)))
+	mux.Handle("POST /v1/jobs", h.auth(httpapi.ScopeWrite, h.submitJob))
+	mux.Handle("POST /v1/jobs:batch", h.auth(httpapi.ScopeWrite, h.submitBatch))
+	mux.Handle("POST /v1/documents", h.auth(httpapi.ScopeWrite, h.createDocument))
+	mux.Handle("DELETE /v1/documents/{id}", h.auth(httpapi.ScopeWrite, h.deleteDocument))
+	mux.Handle("POST /v1/documents/{id}/load", h.auth(httpapi.ScopeWrite, h.loadDocument))
 	mux.Handle("GET /v1/jobs/{id}", h.auth(httpapi.ScopeRead, h.jobStatus))
-	mux.Handle("POST /v1/documents/{id}/branches", h.auth(httpapi.ScopeWrite, h.admit(h.forkBranch)))
-	mux.Handle("POST /v1/documents/{id}/branches/{branch}/promote", h.auth(httpapi.ScopeWrite, h.admit(h.promoteBranch)))
-	mux.Handle("DELETE /v1/documents/{id}/branches/{branch}", h.auth(httpapi.ScopeWrite, h.admit(h.deleteBranch)))
+	mux.Handle("POST /v1/documents/{id}/branches", h.auth(httpapi.ScopeWrite, h.forkBranch))
+	mux.Handle("POST /v1/documents/{id}/branches/{branch}/promote", h.auth(httpapi.ScopeWrite, h.promoteBranch))
+	mux.Handle("DELETE /v1/documents/{id}/branches/{branch}", h.auth(httpapi.ScopeWrite, h.deleteBranch))
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
@@ -375,6 +375,9 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 	job, rec, apiErr := h.prepare(s, jobID)
 	if apiErr != nil {
 		h.refuse(w, r, apiErr)
+		return
+	}
+	if h.refusedForBacklog(w, r) {
 		return
 	}
 	// A client that hangs up does not cancel the produce: the record may

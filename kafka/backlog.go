@@ -30,9 +30,10 @@ const (
 	// not commit past a job parked on its queueHint (or on a document type
 	// no member knows) while it works on the records behind it, so a
 	// partition standing still that long is more likely parked than
-	// behind; a group that keeps up commits every 100ms, and one that is
-	// behind at least every batch.
-	stuckAfter = 2 * time.Second
+	// behind: a group that keeps up commits every 100ms, and one that is
+	// behind at least every batch, which on a machine starved of CPU can
+	// take seconds.
+	stuckAfter = 30 * time.Second
 )
 
 // Backlog is a consumer group's backlog on one topic, over all its
@@ -45,7 +46,7 @@ type Backlog struct {
 	Records int64
 	// Older are those of Records older than BacklogConfig.MaxAge by their
 	// timestamps (the producer's clock): work that has waited longer than
-	// that, on the partitions whose committed offset moved in the last two
+	// that, on the partitions whose committed offset moved in the last 30
 	// seconds (one standing still longer holds a parked job; its records
 	// count in Records only). 0 without a MaxAge.
 	Older int64
