@@ -12,8 +12,12 @@
 //   - the fault schedule, derived from a seed, and the faults themselves;
 //   - the load: idempotency-keyed submits retried with the same key, and the
 //     ledger of every job ingest acknowledged;
+//   - the sync drivers: documents written one job at a time by load jobs
+//     (replicas of an origin the driver keeps) or by forks, writes and
+//     promotes of branches, each job recorded with what it must do;
 //   - the checks: the drain after the last fault, the ledger against the
-//     status API and the log, `doclogctl verify`, and the report.
+//     status API and the log, the sync jobs against what they had to do,
+//     `doclogctl verify`, the balances read back, and the report.
 //
 // Run drives one run; chaosrun is the command scripts/chaos.sh invokes, and
 // the package's test is the short version `go test ./...` runs.

@@ -10,6 +10,14 @@ const (
 	KindCreate   = "create"   // a ledger document with one account
 	KindDeposit  = "deposit"  // succeeds: amounts are small
 	KindWithdraw = "withdraw" // meant to fail: an overdraft
+
+	// The sync drivers' jobs (sync.go), on documents nothing else writes.
+	KindReplica       = "replica"        // a ledger document written only by load jobs afterwards
+	KindLoad          = "load"           // operations of the replica's origin, placed by timestamp
+	KindBranched      = "branched"       // a ledger document whose branches are forked and promoted
+	KindBranchDeposit = "branch-deposit" // a deposit on one branch of it (main included)
+	KindFork          = "fork"
+	KindPromote       = "promote"
 )
 
 // Entry is one job ingest acknowledged with 202.
@@ -22,6 +30,29 @@ type Entry struct {
 	Ops      int // operations the job writes when it succeeds
 	AckedAt  time.Time
 	Attempts int
+	// Sync is what a sync driver's job must do, nil for the other jobs.
+	Sync *SyncJob
+}
+
+// SyncJob is what a sync driver knew a job must do when it submitted it:
+// every earlier job of the document had its result by then.
+type SyncJob struct {
+	// Branch is the branch a deposit writes, a fork creates or a promote
+	// promotes (onto main).
+	Branch string
+	// Refusal is the error name the job must fail with, "" when it must
+	// succeed.
+	Refusal string
+	// At is a fork's point on main's global scope.
+	At int64
+	// Loaded are a load's operations, in the order sent.
+	Loaded []RemoteOp
+	// Stored and Replayed are what a load must store and find already
+	// stored; Reshuffled is the least it must reshuffle (stored operations
+	// that sort after one it stores).
+	Stored, Replayed, Reshuffled int64
+	// Stale marks a promote sent with a tip read before main's last write.
+	Stale bool
 }
 
 // Ledger is the load's record of acknowledged jobs: what the checks hold the
@@ -30,6 +61,7 @@ type Ledger struct {
 	mu      sync.Mutex
 	entries []Entry
 	byJob   map[string]int
+	notes   []string // what a sync driver saw that contradicts its model
 }
 
 // NewLedger returns an empty ledger.
@@ -59,4 +91,19 @@ func (l *Ledger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.entries)
+}
+
+// Note records a contradiction a sync driver saw outside any job's
+// outcome (a tip the read store gave); every note fails the run.
+func (l *Ledger) Note(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.notes = append(l.notes, s)
+}
+
+// Notes returns the notes so far.
+func (l *Ledger) Notes() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.notes...)
 }

@@ -37,6 +37,7 @@ type Load struct {
 	Ledger  *Ledger
 
 	client *http.Client
+	once   sync.Once
 	stats  LoadStats
 	mu     sync.Mutex
 	docs   []string // created documents whose create was acknowledged
@@ -62,10 +63,7 @@ func (l *Load) lastReject() string {
 // Run submits until stop is done, then lets jobs in flight retry until
 // deadline is done.
 func (l *Load) Run(stop, deadline context.Context) {
-	// Shorter than ingest's 10 s produce timeout: while the broker is down
-	// the client gives up first and retries, which is what puts duplicate
-	// records of one job on the topic.
-	l.client = &http.Client{Timeout: 3 * time.Second}
+	l.start()
 	ticks := make(chan struct{}, l.Workers)
 	var wg sync.WaitGroup
 	for w := range l.Workers {
@@ -100,6 +98,17 @@ func (l *Load) Run(stop, deadline context.Context) {
 	}
 }
 
+// start makes the HTTP client every submit shares, the ordinary traffic's
+// and the sync drivers'.
+func (l *Load) start() {
+	l.once.Do(func() {
+		// Shorter than ingest's 10 s produce timeout: while the broker is
+		// down the client gives up first and retries, which is what puts
+		// duplicate records of one job on the topic.
+		l.client = &http.Client{Timeout: 3 * time.Second}
+	})
+}
+
 // job is one submit: its path, body and the ledger entry it becomes.
 type job struct {
 	path string
@@ -108,8 +117,7 @@ type job struct {
 }
 
 func (l *Load) next(rng *rand.Rand) job {
-	n := l.seq.Add(1)
-	key := fmt.Sprintf("chaos-%d-%d", l.Seed, n)
+	key := l.key()
 	l.mu.Lock()
 	var doc string
 	if len(l.docs) > 0 {
@@ -142,16 +150,27 @@ func mutate(doc, action string, amount int64) map[string]any {
 	}
 }
 
-// submit sends one job until it is acknowledged, refused, or deadline ends.
+// submit sends one job of the ordinary traffic.
 func (l *Load) submit(deadline context.Context, rng *rand.Rand) {
-	j := l.next(rng)
+	e, ok := l.send(deadline, l.next(rng))
+	if ok && e.Kind == KindCreate {
+		l.mu.Lock()
+		l.docs = append(l.docs, e.DocID)
+		l.mu.Unlock()
+	}
+}
+
+// send submits j until it is acknowledged (then it is in the ledger, and
+// returned), refused, or deadline ends.
+func (l *Load) send(deadline context.Context, j job) (Entry, bool) {
+	l.start()
 	atomic.AddInt64(&l.stats.Submitted, 1)
 	body, _ := json.Marshal(j.body)
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		if deadline.Err() != nil {
 			atomic.AddInt64(&l.stats.Abandoned, 1)
-			return
+			return Entry{}, false
 		}
 		atomic.AddInt64(&l.stats.Attempts, 1)
 		status, resp, err := l.post(deadline, j.path, j.e.Key, body)
@@ -159,16 +178,11 @@ func (l *Load) submit(deadline context.Context, rng *rand.Rand) {
 		case err == nil && status == http.StatusAccepted:
 			e := j.e
 			e.JobID, e.AckedAt, e.Attempts = resp.JobID, time.Now(), attempt
-			if e.Kind == KindCreate {
+			if e.DocID == "" {
 				e.DocID = resp.DocumentID
 			}
 			l.Ledger.Add(e)
-			if e.Kind == KindCreate {
-				l.mu.Lock()
-				l.docs = append(l.docs, e.DocID)
-				l.mu.Unlock()
-			}
-			return
+			return e, true
 		case err == nil && status == http.StatusServiceUnavailable:
 			atomic.AddInt64(&l.stats.Retries503, 1)
 		case err != nil:
@@ -178,7 +192,7 @@ func (l *Load) submit(deadline context.Context, rng *rand.Rand) {
 			l.mu.Lock()
 			l.stats.LastReject = fmt.Sprintf("%d %s", status, resp.raw)
 			l.mu.Unlock()
-			return
+			return Entry{}, false
 		}
 		select {
 		case <-deadline.Done():
@@ -187,6 +201,10 @@ func (l *Load) submit(deadline context.Context, rng *rand.Rand) {
 		backoff = min(2*backoff, time.Second)
 	}
 }
+
+// key is the Idempotency-Key of the next job: every attempt of a job
+// carries its own.
+func (l *Load) key() string { return fmt.Sprintf("chaos-%d-%d", l.Seed, l.seq.Add(1)) }
 
 type submitResponse struct {
 	JobID      string `json:"jobId"`

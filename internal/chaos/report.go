@@ -29,6 +29,7 @@ type Report struct {
 	Unexpected   map[string]int // a deposit that failed, a withdrawal that did not, by kind and status
 	Verify       VerifyResult
 	Balances     Balances
+	Sync         SyncTally
 	Drained      bool
 	Drain        time.Duration // from the end of the last fault until every acknowledged job had a result
 	DrainLimit   time.Duration
@@ -57,7 +58,7 @@ func NewReport(seed uint64, outcomes []Outcome) *Report {
 		} else if o.Inconsistent() {
 			r.Mismatched = append(r.Mismatched, o)
 		}
-		if failed := o.Status == "FAILED"; failed != (o.Kind == KindWithdraw) {
+		if failed := o.Status == "FAILED"; o.Sync == nil && failed != (o.Kind == KindWithdraw) {
 			r.Unexpected[o.Kind+" "+o.Status+" "+o.Reason]++
 		}
 	}
@@ -79,6 +80,7 @@ func (r *Report) Failures() []string {
 	if n := len(r.Balances.Off); n > 0 {
 		f = append(f, fmt.Sprintf("%d document(s) whose balance is not the sum of their deposits", n))
 	}
+	f = append(f, r.Sync.Failures()...)
 	if !r.Verify.Ran {
 		f = append(f, "verify did not run to the end: "+r.Verify.Why)
 	} else if r.Verify.Findings > 0 {
@@ -129,11 +131,20 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "divergent:   unknown (%s)\n", r.Verify.Why)
 	}
+	sy := r.Sync
+	fmt.Fprintf(w, "loads:       %d on %d replicas: %d stored operations, %d replays only, %d reshuffled, %d refused (MISSING_OPERATIONS); operations %d stored, %d replayed, %d reshuffled\n",
+		sy.Loads, sy.Replicas, sy.LoadsStored, sy.LoadsReplayed, sy.LoadsReshuffled, sy.LoadsRefused, sy.OpsStored, sy.OpsReplayed, sy.OpsReshuffled)
+	fmt.Fprintf(w, "branches:    %d documents: %d forks, %d promotes applied, %d refused as BranchConflict, %d deposits on their branches\n",
+		sy.Branched, sy.Forks, sy.Promotes, sy.Conflicts, sy.BranchDeposits)
+	fmt.Fprintf(w, "sync off:    %d\n", len(sy.Off))
+	for _, s := range sy.Off[:min(len(sy.Off), 5)] {
+		fmt.Fprintf(w, "             %s\n", tail(s, 300))
+	}
 	floor := ""
 	if !r.Balances.Exact {
 		floor = ", as floors: some submits were abandoned"
 	}
-	fmt.Fprintf(w, "balances:    %d documents read back, %d off%s\n", r.Balances.Checked, len(r.Balances.Off), floor)
+	fmt.Fprintf(w, "balances:    %d documents read back (%d of them sync documents' branches), %d off%s\n", r.Balances.Checked, r.Balances.Sync, len(r.Balances.Off), floor)
 	for _, s := range r.Balances.Off[:min(len(r.Balances.Off), 5)] {
 		fmt.Fprintf(w, "             %s\n", s)
 	}

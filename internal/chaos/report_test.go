@@ -47,6 +47,9 @@ func TestReportPassesOnlyWhenEverythingHolds(t *testing.T) {
 	r := NewReport(2, []Outcome{{Entry: Entry{JobID: "j", Kind: KindDeposit, Ops: 1}, Status: "WRITE_READY", Written: 1, Distinct: 1}})
 	r.Drained, r.Drain, r.DrainLimit = true, time.Second, 10*time.Second
 	r.Verify = VerifyResult{Ran: true}
+	assert.Equal(t, []string{"no load that stored operations", "no load of replays only", "no load that reshuffled", "no load refused",
+		"no fork", "no promote applied", "no promote refused as a conflict"}, r.Failures(), "a run that exercised no sync proves nothing of it")
+	r.Sync = SyncTally{LoadsStored: 1, LoadsReplayed: 1, LoadsReshuffled: 1, LoadsRefused: 1, Forks: 1, Promotes: 1, Conflicts: 1}
 	assert.Empty(t, r.Failures())
 
 	r.Drain = 11 * time.Second
@@ -59,4 +62,22 @@ func TestReportPassesOnlyWhenEverythingHolds(t *testing.T) {
 	r.Verify = VerifyResult{Ran: true}
 	r.Balances.Off = []string{"d: balance 7, the succeeded deposits sum to 5"}
 	assert.Equal(t, []string{"1 document(s) whose balance is not the sum of their deposits"}, r.Failures())
+	r.Balances.Off = nil
+	r.Sync.Off = []string{"promote j of d: ended WRITE_READY , had to end BranchConflict"}
+	assert.Equal(t, []string{"1 sync job(s) not as due"}, r.Failures())
+}
+
+// A load's writes are what its placement stored and moved: a reshuffle is
+// not a job applied twice, one more operation than that is.
+func TestReportLoadWrites(t *testing.T) {
+	load := func(written int) Outcome {
+		return Outcome{Entry: Entry{JobID: "l", Kind: KindLoad, Ops: 1, Sync: &SyncJob{Stored: 1}}, Status: "WRITE_READY",
+			Written: written, Distinct: written, Load: &LoadCounts{Stored: 1, Reshuffled: 2, Skip: 2}}
+	}
+	r := NewReport(3, []Outcome{load(3)})
+	assert.Empty(t, r.Duplicated)
+	assert.Empty(t, r.Mismatched)
+	assert.Empty(t, r.Unexpected)
+	assert.Len(t, NewReport(3, []Outcome{load(4)}).Duplicated, 1)
+	assert.Len(t, NewReport(3, []Outcome{load(2)}).Mismatched, 1)
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,10 @@ type Config struct {
 	Profile Profile
 	Rate    float64 // jobs per second the load aims at
 	Workers int     // concurrent submits, retries included
+	// SyncDrivers is how many replica documents load jobs write, and how
+	// many documents have branches forked and promoted, each document by a
+	// driver of its own (Sync); 0 for DefaultSyncDrivers.
+	SyncDrivers int
 	// DrainLimit fails the run when the last acknowledged job settles later
 	// than this after the last fault; Settle is how long the run waits for
 	// that at all.
@@ -35,6 +40,10 @@ type Config struct {
 	Source string
 	Logf   func(string, ...any)
 }
+
+// DefaultSyncDrivers is Config.SyncDrivers unless given: enough documents
+// that every kind of sync job happens many times in the short run too.
+const DefaultSyncDrivers = 6
 
 // Run starts the services and the fleet, runs the load and the faults, then
 // checks and reports. An error means the run could not be carried out; a run
@@ -133,9 +142,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	defer stopLoad()
 	deadline, endLoad := context.WithCancel(ctx)
 	defer endLoad()
+	syncLoad := &Sync{Load: load, ReadURL: "http://" + members[len(members)-1].APIAddr,
+		Replicas: cmp.Or(c.SyncDrivers, DefaultSyncDrivers), Branched: cmp.Or(c.SyncDrivers, DefaultSyncDrivers), Pause: 100 * time.Millisecond}
 	var loadDone sync.WaitGroup
-	loadDone.Add(1)
+	loadDone.Add(2)
 	go func() { defer loadDone.Done(); load.Run(stop, deadline) }()
+	go func() { defer loadDone.Done(); syncLoad.Run(stop, deadline) }()
 
 	start := time.Now()
 	logf("load at %.0f jobs/s, %d faults over %s", c.Rate, len(faults), c.Profile.Warmup+c.Profile.Spread)
@@ -174,6 +186,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 
 	r := NewReport(c.Seed, outcomes)
 	r.Balances = bal
+	r.Sync = CheckSync(outcomes, ledger.Notes())
 	r.Load, r.Faults, r.Verify, r.Dir = st, injected, v, dir
 	r.Drained, r.Drain, r.DrainLimit = len(left) == 0, max(0, settledAt.Sub(lastFault)), c.DrainLimit
 	r.Exits = fleet.Exits()

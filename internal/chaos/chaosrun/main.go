@@ -23,6 +23,7 @@ func main() {
 	flag.Uint64Var(&c.Seed, "seed", 1, "seed of the fault schedule and the load")
 	flag.Float64Var(&c.Rate, "rate", 300, "jobs per second the load submits")
 	flag.IntVar(&c.Workers, "workers", 64, "concurrent submits")
+	flag.IntVar(&c.SyncDrivers, "sync-drivers", chaos.DefaultSyncDrivers, "replica documents written by load jobs, and as many documents whose branches are forked and promoted, each by one driver")
 	flag.DurationVar(&c.DrainLimit, "drain-limit", 10*time.Second, "fail when the last acknowledged job settles later than this after the last fault")
 	flag.DurationVar(&c.Settle, "settle", 2*time.Minute, "how long to wait after the last fault for every acknowledged job to settle")
 	flag.DurationVar(&c.VerifyWait, "verify-wait", time.Minute, "how long doclogctl verify lets the projections catch up")
