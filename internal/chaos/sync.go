@@ -26,7 +26,7 @@ import (
 //     stores so that placement reshuffles, some loads replays only, and
 //     some with a gap in their indexes, refused as MISSING_OPERATIONS;
 //   - branched documents: deposits on main, a fork at an index near main's
-//     tip, deposits on the branch and on main, a promote onto main with the
+//     tip (after main's latest skip), deposits on the branch and on main, a promote onto main with the
 //     tip read from the read store, some first with a tip read before
 //     main's last deposit, which must end BranchConflict, and sometimes a
 //     second promote of more of the branch.
@@ -198,7 +198,7 @@ func (d *driver) branched() {
 	for round := 1; ; round++ {
 		branch := fmt.Sprintf("b%d", round)
 		tip := st.tip(main)
-		at := tip - min(tip-1, int64(d.rng.IntN(3)))
+		at := max(st.skipAt+1, tip-int64(d.rng.IntN(3)))
 		fork := Entry{DocID: doc, Kind: KindFork, Ops: int(at) + 1, Sync: &SyncJob{Branch: branch, At: at}}
 		body := map[string]any{"documentType": "doclog/ledger", "branch": branch, "at": map[string]int64{oplog.ScopeGlobal: at}}
 		if _, ok := d.do("/v1/documents/"+url.PathEscape(doc)+"/branches", body, fork); !ok {

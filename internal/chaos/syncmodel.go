@@ -170,6 +170,11 @@ func (o *origin) stored(ops []RemoteOp) {
 type branchState struct {
 	balances  map[string][]int64
 	own, base map[string]int64
+	// skipAt is the index of main's latest operation with a skip (the
+	// first a promote re-appended over main's own), 0 when none has one.
+	// The drivers fork after it: a fork inside what it superseded,
+	// promoted back, is promoted whole, which this model does not follow.
+	skipAt int64
 }
 
 func newBranchState() *branchState {
@@ -205,6 +210,9 @@ func (b *branchState) promoted(branch string) int64 { return b.tip(branch) - b.o
 // states, and the points move to the two tips.
 func (b *branchState) promote(branch string) {
 	main := oplog.DefaultBranch
+	if t := b.tip(main); t > b.base[branch] {
+		b.skipAt = t
+	}
 	b.balances[main] = append(b.balances[main], b.balances[branch][b.own[branch]:]...)
 	b.own[branch], b.base[branch] = b.tip(branch), b.tip(main)
 }

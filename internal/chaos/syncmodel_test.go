@@ -56,7 +56,7 @@ func TestSyncOriginPredictsPlacement(t *testing.T) {
 			in[i] = place.Incoming{OpID: op.OpID, Index: op.Index, Hash: op.Hash,
 				Action: oplog.Action{ID: op.ActionID, Type: ledger.ActionDeposit, Scope: oplog.ScopeGlobal, TimestampUtcMs: op.TimestampUtcMs}}
 		}
-		plan, err := place.Load(stream, stored, in, place.DefaultMaxSkipThreshold)
+		plan, err := place.Load(stream, place.Whole(stored), in, place.DefaultMaxSkipThreshold)
 		if refusal != "" {
 			var missing *place.MissingOperationsError
 			require.ErrorAs(t, err, &missing, "load %d", n)
@@ -127,11 +127,13 @@ func TestSyncBranchState(t *testing.T) {
 	assert.Equal(t, int64(1), b.promoted("b1"))
 	b.promote("b1")
 	assert.Equal(t, []int64{0, 10, 30, 330, 11}, b.balances[main], "main holds b1's state after the promote")
+	assert.Equal(t, int64(4), b.skipAt, "the promote's first operation supersedes main's own")
 	assert.Equal(t, int64(11), b.balance(main))
 	b.deposit("b1", 4)
 	assert.Equal(t, int64(1), b.promoted("b1"), "only what came after the last promote")
 	b.promote("b1")
 	assert.Equal(t, int64(15), b.balance(main))
+	assert.Equal(t, int64(4), b.skipAt, "a fast-forward supersedes nothing")
 	assert.Equal(t, int64(6), b.tip(main))
 }
 
