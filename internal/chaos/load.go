@@ -18,7 +18,7 @@ import (
 type LoadStats struct {
 	Submitted  int64 // jobs started
 	Attempts   int64 // HTTP attempts, retries included
-	Retries503 int64
+	Retries503 int64 // 503s and 429s
 	RetriesNet int64 // connection errors and timeouts
 	Dropped    int64 // ticks with every worker busy (retrying)
 	Abandoned  int64 // jobs never acknowledged before the load's deadline
@@ -183,7 +183,10 @@ func (l *Load) send(deadline context.Context, j job) (Entry, bool) {
 			}
 			l.Ledger.Add(e)
 			return e, true
-		case err == nil && status == http.StatusServiceUnavailable:
+		case err == nil && (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests):
+			// 429 is ingest's backpressure (nothing produced): retried with
+			// the same key like a 503. Giving up there would drop a job an
+			// earlier attempt that timed out may have produced.
 			atomic.AddInt64(&l.stats.Retries503, 1)
 		case err != nil:
 			atomic.AddInt64(&l.stats.RetriesNet, 1)

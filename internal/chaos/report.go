@@ -107,7 +107,7 @@ func (r *Report) Print(w io.Writer) {
 		kinds[in.Kind]++
 	}
 	fmt.Fprintf(w, "faults:      %d (%s)\n", len(r.Faults), joinCounts(kinds))
-	fmt.Fprintf(w, "load:        %d submitted, %d attempts, %d retries after 503, %d after connection errors or timeouts, %d ticks dropped, %d abandoned unacknowledged, %d refused\n",
+	fmt.Fprintf(w, "load:        %d submitted, %d attempts, %d retries after 503 or 429, %d after connection errors or timeouts, %d ticks dropped, %d abandoned unacknowledged, %d refused\n",
 		r.Load.Submitted, r.Load.Attempts, r.Load.Retries503, r.Load.RetriesNet, r.Load.Dropped, r.Load.Abandoned, r.Load.Rejected)
 	if r.Load.Rejected > 0 {
 		fmt.Fprintf(w, "             last refusal: %s\n", tail(r.Load.LastReject, 300))
