@@ -80,7 +80,8 @@ func (o *origin) add(rng *rand.Rand, n int, nowMs int64, backdate bool) {
 	}
 	slices.Sort(held)
 	var lo, hi int64
-	if backdate && len(held) > 0 {
+	backdate = backdate && len(held) > 0 // nothing held: nothing to sort before
+	if backdate {
 		hi = held[len(held)-1] - 1
 		lo = max(o.openedMs+1, min(held[max(0, len(held)-backdateDepth)], hi))
 		backdate = lo <= hi

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -39,7 +40,12 @@ func TestSyncLedgerHashIsTheModels(t *testing.T) {
 // carry the origin's hash wherever the plan checks one, and leave the
 // replica holding exactly the operations loaded.
 func TestSyncOriginPredictsPlacement(t *testing.T) {
-	rng := rand.New(rand.NewPCG(19, 1))
+	for driver := range uint64(8) {
+		t.Run(fmt.Sprint(driver), func(t *testing.T) { originPredictsPlacement(t, rand.New(rand.NewPCG(19, 1000+driver))) })
+	}
+}
+
+func originPredictsPlacement(t *testing.T, rng *rand.Rand) {
 	stream := oplog.StreamKey{DocumentID: "r", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
 	now := int64(1_764_460_800_000)
 	o := &origin{prefix: "t", openedMs: now}
@@ -52,6 +58,7 @@ func TestSyncOriginPredictsPlacement(t *testing.T) {
 		ops, refusal := o.nextLoad(rng, now)
 		in := make([]place.Incoming, len(ops))
 		for i, op := range ops {
+			require.Greater(t, op.TimestampUtcMs, o.openedMs, "load %d: every operation sorts after the account's opening", n)
 			amounts[op.OpID] = op.Amount
 			in[i] = place.Incoming{OpID: op.OpID, Index: op.Index, Hash: op.Hash,
 				Action: oplog.Action{ID: op.ActionID, Type: ledger.ActionDeposit, Scope: oplog.ScopeGlobal, TimestampUtcMs: op.TimestampUtcMs}}
