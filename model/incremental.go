@@ -185,9 +185,27 @@ func (e *encoder) update(old *objNode, oldEnc []byte, m map[string]any, t *trie)
 		touched = append(touched, k)
 	}
 	slices.SortFunc(touched, CompareUTF16)
-	n := &objNode{
-		keys:   make([]string, 0, len(old.keys)+len(touched)),
-		starts: make([]int32, 0, len(old.keys)+len(touched)),
+	// When every touched member was there before and still is (the common
+	// case, a member's value changed), the keys are old's: the new node
+	// shares old's key array, which is never changed once made, rather
+	// than copying it.
+	sameKeys := true
+	for _, k := range touched {
+		_, was := slices.BinarySearchFunc(old.keys, k, CompareUTF16)
+		_, is := m[k]
+		sameKeys = sameKeys && was == is
+	}
+	capacity := len(old.keys) + len(touched)
+	n := &objNode{starts: make([]int32, 0, capacity)}
+	if !sameKeys {
+		n.keys = make([]string, 0, capacity)
+	}
+	count := 0 // members written so far
+	addKey := func(keys ...string) {
+		if !sameKeys {
+			n.keys = append(n.keys, keys...)
+		}
+		count += len(keys)
 	}
 	base := len(e.dst)
 	e.dst = append(e.dst, '{')
@@ -196,12 +214,12 @@ func (e *encoder) update(old *objNode, oldEnc []byte, m map[string]any, t *trie)
 			return
 		}
 		if n.kids == nil {
-			n.kids = make([]*objNode, len(n.keys)-1, cap(n.keys))
+			n.kids = make([]*objNode, count-1, capacity)
 		}
 		n.kids = append(n.kids, kid)
 	}
 	sep := func() {
-		if len(n.keys) > 0 {
+		if count > 0 {
 			e.dst = append(e.dst, ',')
 		}
 	}
@@ -220,7 +238,7 @@ func (e *encoder) update(old *objNode, oldEnc []byte, m map[string]any, t *trie)
 		}
 		if old.kids != nil || n.kids != nil {
 			if n.kids == nil {
-				n.kids = make([]*objNode, len(n.keys), cap(n.keys))
+				n.kids = make([]*objNode, count, capacity)
 			}
 			if old.kids != nil {
 				n.kids = append(n.kids, old.kids[from:to]...)
@@ -228,7 +246,7 @@ func (e *encoder) update(old *objNode, oldEnc []byte, m map[string]any, t *trie)
 				n.kids = append(n.kids, make([]*objNode, to-from)...)
 			}
 		}
-		n.keys = append(n.keys, old.keys[from:to]...)
+		addKey(old.keys[from:to]...)
 	}
 	i := 0
 	for _, k := range touched {
@@ -245,7 +263,7 @@ func (e *encoder) update(old *objNode, oldEnc []byte, m map[string]any, t *trie)
 		}
 		sep()
 		start := len(e.dst)
-		n.keys = append(n.keys, k)
+		addKey(k)
 		n.starts = append(n.starts, int32(start-base))
 		sub := t.kids[k]
 		vm, isMap := v.(map[string]any)
@@ -274,9 +292,28 @@ func (e *encoder) update(old *objNode, oldEnc []byte, m map[string]any, t *trie)
 		addKid(kid)
 	}
 	copyRun(i, len(old.keys))
+	if sameKeys {
+		n.keys = old.keys
+	}
 	e.dst = append(e.dst, '}')
 	n.size = int32(len(e.dst) - base)
 	return n, nil
+}
+
+// keptPrefix is how many leading bytes of old's encoding an update of the
+// members the paths of t name leaves where they were: everything before the
+// first of those members, which update copies verbatim to the same offsets,
+// less the comma before it, which a removal of the last member drops.
+func keptPrefix(old *objNode, t *trie) int {
+	first := len(old.keys)
+	for k := range t.kids {
+		j, _ := slices.BinarySearchFunc(old.keys, k, CompareUTF16)
+		first = min(first, j)
+	}
+	if first < len(old.keys) {
+		return int(old.starts[first]) - 1
+	}
+	return int(old.size - 1) // the closing brace, where a new last member goes
 }
 
 // encodeState returns the canonical encoding of state. When prev encodes
@@ -290,11 +327,13 @@ func encodeState(prev *canon, next any, t *trie, sizeHint int) (*canon, error) {
 	size := sizeHint + sizeHint/16 + 64
 	e := &encoder{dst: make([]byte, 0, size)}
 	var err error
+	kept := 0 // leading bytes known to equal prev's
 	switch {
 	case !isMap:
 		e.dst, err = appendValue(e.dst, next)
 	case prev != nil && prev.node != nil && t != nil && !t.whole:
 		c.root = m
+		kept = keptPrefix(prev.node, t)
 		c.node, err = e.update(prev.node, prev.enc, m, t)
 	default:
 		c.root = m
@@ -304,19 +343,20 @@ func encodeState(prev *canon, next any, t *trie, sizeHint int) (*canon, error) {
 		return nil, err
 	}
 	c.enc = e.dst
-	if err := c.digest(prev); err != nil {
+	if err := c.digest(prev, kept); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // digest hashes c.enc, resuming from prev's last checkpoint before the first
-// byte in which the two encodings differ.
-func (c *canon) digest(prev *canon) error {
+// byte in which the two encodings differ; their first kept bytes are known
+// to be equal and are not compared.
+func (c *canon) digest(prev *canon, kept int) error {
 	h := sha256.New()
 	from := 0
 	if prev != nil {
-		same := commonPrefix(prev.enc, c.enc) / checkpointBytes
+		same := commonPrefix(prev.enc, c.enc, kept) / checkpointBytes
 		same = min(same, len(prev.checkpoints))
 		if same > 0 {
 			if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(prev.checkpoints[same-1]); err != nil {
@@ -340,11 +380,12 @@ func (c *canon) digest(prev *canon) error {
 	return nil
 }
 
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b []byte) int {
+// commonPrefix is the length of the longest common prefix of a and b,
+// whose first from bytes are known to be equal.
+func commonPrefix(a, b []byte, from int) int {
 	n := min(len(a), len(b))
 	const block = 4096
-	i := 0
+	i := min(from, n)
 	for i+block <= n && bytes.Equal(a[i:i+block], b[i:i+block]) {
 		i += block
 	}

@@ -328,7 +328,8 @@ func TestIncrementalHashEqualsFull(t *testing.T) {
 
 // TestIncrementalLargeState makes 120 small changes to one 200 KB state,
 // whose top-level object and nested record sets are indexed and whose
-// digest resumes from checkpoints.
+// digest resumes from checkpoints: changed values, removals, members added
+// first and last, the last removed, and a change beside a removal of a missing member.
 func TestIncrementalLargeState(t *testing.T) {
 	t.Parallel()
 	d := benchDoc(t, 200<<10)
@@ -342,6 +343,18 @@ func TestIncrementalLargeState(t *testing.T) {
 			patch = map[string]any{k: nil}
 		case 7:
 			patch = map[string]any{"zz-new-" + k: "appended"}
+		case 5:
+			patch = map[string]any{"a-new-" + k: "inserted first"}
+		case 6:
+			// "~" sorts after every other key: this member is the last.
+			patch = map[string]any{"~last": i}
+		case 8:
+			// Removing the last member drops the comma before it too.
+			patch = map[string]any{"~last": nil}
+		case 9:
+			// A change beside a removal of a member that is not there:
+			// the set of keys stays as it was.
+			patch = map[string]any{k: map[string]any{"n": -i}, "missing-" + k: nil}
 		}
 		d.Must(oplog.ScopeGlobal, jsondoc.ActionMergePatch, patch)
 		checkFull(t, st, fmt.Sprintf("change %d", i))
