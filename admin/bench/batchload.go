@@ -137,9 +137,6 @@ func (r *runner) submitMany(ctx context.Context, batch []due, next []int) {
 			r.lastErr.Store(errs[i].Error())
 			continue
 		}
-		r.jobs[j.doc] = append(r.jobs[j.doc], job{id: ids[i], doc: j.doc, ops: len(muts[i].inputs), submitted: j.at})
-		if r.ser != nil {
-			r.ser.add(r.jobs[j.doc][len(r.jobs[j.doc])-1])
-		}
+		r.record(ids[i], j.doc, len(muts[i].inputs), j.at)
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"os"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/doclog/doclog/admin/bench/pgprobe"
 	"github.com/doclog/doclog/kafka"
+	oplog "github.com/doclog/doclog/log"
 )
 
 // The end-to-end run against the real stack is TestBenchEmbedded in
@@ -41,18 +43,43 @@ func TestSamplerReached(t *testing.T) {
 	t.Parallel()
 	s := newSampler(2)
 	t0 := time.Now()
-	s.timeline[0] = []sample{{t0, 2}, {t0.Add(time.Second), 5}, {t0.Add(2 * time.Second), 9}}
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixNano() }
+	s.timeline[0] = []sample{{at(0), 2}, {at(time.Second), 5}, {at(2 * time.Second), 9}}
 	for _, tc := range []struct {
 		index int64
 		at    time.Time
 		ok    bool
 	}{{0, t0, true}, {2, t0, true}, {3, t0.Add(time.Second), true}, {9, t0.Add(2 * time.Second), true}, {10, time.Time{}, false}} {
-		at, ok := s.reached(0, tc.index)
+		got, ok := s.reached(0, tc.index)
 		require.Equal(t, tc.ok, ok, tc.index)
-		require.Equal(t, tc.at, at, tc.index)
+		if ok {
+			require.True(t, tc.at.Equal(got), "index %d: reached at %v, want %v", tc.index, got, tc.at)
+		}
 	}
 	_, ok := s.reached(1, 0)
 	require.False(t, ok, "a stream never sampled has reached nothing")
+}
+
+func TestJob(t *testing.T) {
+	t.Parallel()
+	at := time.Now()
+	j, err := newJob("0190a5f1-7c2e-7a3b-8c4d-5e6f7a8b9c0d", 3, 50, at)
+	require.NoError(t, err)
+	require.Equal(t, "0190a5f1-7c2e-7a3b-8c4d-5e6f7a8b9c0d", j.id.String())
+	require.Equal(t, []int32{3, 50}, []int32{j.doc, j.ops})
+	require.True(t, at.Equal(j.submittedAt()))
+	require.Equal(t, jobPending, j.state)
+	require.EqualValues(t, -1, j.index, "no token index until the result is read")
+	// Millions of these are held for the report: keep them small.
+	require.LessOrEqual(t, unsafe.Sizeof(j), uintptr(56))
+
+	stream := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	j.known(oplog.JobResult{Status: oplog.JobFailed, CreatedAt: at.Add(time.Second)}, stream)
+	require.Equal(t, jobFailed, j.state)
+	require.True(t, at.Add(time.Second).Equal(j.writeReadyAt()))
+
+	_, err = newJob("job-7", 0, 1, at)
+	require.ErrorContains(t, err, `job id "job-7" is not a UUID`)
 }
 
 func TestConfig(t *testing.T) {

@@ -58,7 +58,7 @@ func (r *runner) legs(ctx context.Context, topics kafka.Topics) ([]Leg, error) {
 	ids := map[string]*recordTimes{}
 	for _, js := range r.jobs {
 		for _, j := range js {
-			ids[j.id] = &recordTimes{}
+			ids[j.id.String()] = &recordTimes{}
 		}
 	}
 	if err := readJobIDs(ctx, r.cfg.Kafka, topics.Jobs, func(id string, ts time.Time) {
@@ -79,15 +79,15 @@ func (r *runner) legs(ctx context.Context, topics kafka.Topics) ([]Leg, error) {
 	var spans [len(legSpans)][]time.Duration
 	for d, js := range r.jobs {
 		for _, j := range js {
-			t := ids[j.id]
-			if j.status == "" || t.job.IsZero() || t.writeReady.IsZero() {
+			t := ids[j.id.String()]
+			if j.state == jobPending || t.job.IsZero() || t.writeReady.IsZero() {
 				continue
 			}
 			at, ok := r.samp.reached(d, max(j.index, 0))
 			if !ok {
 				continue
 			}
-			points := [...]time.Time{j.submitted, t.job, j.writeReady, t.writeReady, at}
+			points := [...]time.Time{j.submittedAt(), t.job, j.writeReadyAt(), t.writeReady, at}
 			for i := range spans {
 				spans[i] = append(spans[i], points[i+1].Sub(points[i]))
 			}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/doclog/doclog/admin/bench/pgprobe"
-	oplog "github.com/doclog/doclog/log"
 )
 
 // Report is a run's outcome; its JSON form is `doclogctl bench -o json`.
@@ -145,27 +144,28 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 	for d, js := range r.jobs {
 		for _, j := range js {
 			rep.Submitted.Jobs++
-			rep.Submitted.Operations += j.ops
-			switch j.status {
-			case "":
+			rep.Submitted.Operations += int(j.ops)
+			switch j.state {
+			case jobPending:
 				continue
-			case oplog.JobFailed:
+			case jobFailed:
 				rep.Failed++
 				continue
 			}
 			rep.WriteReady.Jobs++
-			rep.WriteReady.Operations += j.ops
-			wrLat = append(wrLat, j.writeReady.Sub(j.submitted))
-			if j.writeReady.After(lastWR) {
-				lastWR = j.writeReady
+			rep.WriteReady.Operations += int(j.ops)
+			wr := j.writeReadyAt()
+			wrLat = append(wrLat, wr.Sub(j.submittedAt()))
+			if wr.After(lastWR) {
+				lastWR = wr
 			}
 			at, ok := r.samp.reached(d, max(j.index, 0))
 			if !ok {
 				continue
 			}
 			rep.ReadReady.Jobs++
-			rep.ReadReady.Operations += j.ops
-			rrLat = append(rrLat, at.Sub(j.submitted))
+			rep.ReadReady.Operations += int(j.ops)
+			rrLat = append(rrLat, at.Sub(j.submittedAt()))
 			if at.After(lastRR) {
 				lastRR = at
 			}

@@ -9,10 +9,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// sample is a moment at which the document view was seen to have applied
-// a stream up to index.
+// sample is a moment (Unix nanoseconds) at which the document view was
+// seen to have applied a stream up to index. Pointer-free, as a job is: a
+// long run keeps one per document per change of its index.
 type sample struct {
-	at    time.Time
+	at    int64
 	index int64
 }
 
@@ -54,7 +55,7 @@ func (r *runner) sample(ctx context.Context) {
 			for d, k := range r.streams {
 				if idx := applied[k]; idx > r.samp.latest[d] {
 					r.samp.latest[d] = idx
-					r.samp.timeline[d] = append(r.samp.timeline[d], sample{at: at, index: idx})
+					r.samp.timeline[d] = append(r.samp.timeline[d], sample{at: at.UnixNano(), index: idx})
 				}
 			}
 			r.samp.mu.Unlock()
@@ -83,5 +84,5 @@ func (s *sampler) reached(d int, index int64) (time.Time, bool) {
 	if i == len(tl) {
 		return time.Time{}, false
 	}
-	return tl[i].at, true
+	return time.Unix(0, tl[i].at), true
 }

@@ -111,7 +111,7 @@ func newSeries(r *runner, prefix string, run []cpuGroup) *series {
 // the interval it was acknowledged in.
 func (s *series) add(j job) {
 	s.mu.Lock()
-	s.fresh = append(s.fresh, pendingJob{id: j.id, doc: j.doc, ops: j.ops, due: j.submitted})
+	s.fresh = append(s.fresh, pendingJob{id: j.id.String(), doc: int(j.doc), ops: int(j.ops), due: j.submittedAt()})
 	s.mu.Unlock()
 }
 

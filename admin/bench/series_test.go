@@ -19,8 +19,9 @@ func TestSettle(t *testing.T) {
 	s := newSampler(2)
 	// Document 0's view reached index 1 at t0+100ms and index 3 at
 	// t0+900ms; document 1's reached index 0 at t0+50ms.
-	s.timeline[0] = []sample{{t0.Add(100 * time.Millisecond), 1}, {t0.Add(900 * time.Millisecond), 3}}
-	s.timeline[1] = []sample{{t0.Add(50 * time.Millisecond), 0}}
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixNano() }
+	s.timeline[0] = []sample{{at(100 * time.Millisecond), 1}, {at(900 * time.Millisecond), 3}}
+	s.timeline[1] = []sample{{at(50 * time.Millisecond), 0}}
 	pending := []pendingJob{
 		{id: "a", doc: 0, ops: 1, due: t0, known: true, index: 1},                            // ready at +100ms
 		{id: "b", doc: 0, ops: 2, due: t0.Add(10 * time.Millisecond), known: true, index: 2}, // ready at +900ms
