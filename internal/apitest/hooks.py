@@ -1,7 +1,7 @@
 """Schemathesis hooks of the API contract test (contract_test.go).
 
-schemathesis.toml lets a schema-valid request be answered 400, 413 or 422,
-because a few refusals depend on what no static schema can say. This check
+schemathesis.toml lets a schema-valid request be answered 400, 413, 422 or
+429, because a few refusals depend on what no static schema can say. This check
 takes that leeway back for everything else: a schema-valid request may be
 refused only with one of the codes below, so a document that allows what the
 server refuses still fails the run.
@@ -25,6 +25,10 @@ import schemathesis
 #   model registry's, which is not part of the document; and action ids
 #   must be unique within a job, which JSON Schema cannot say of a property.
 #   A load job's operations carry their actions under operations[i].action.
+# 429 executor_lag: ingest's backpressure (docs/ingest.md), which depends on
+#   how far behind the executors are, not on the request; a run submits jobs
+#   as fast as it can, on a machine it shares with the executors. It must
+#   carry a Retry-After in whole seconds.
 #
 # A consistency token is base64url-encoded JSON, which a string schema cannot
 # describe either; rather than allow its refusal, before_call sends a valid
@@ -32,6 +36,7 @@ import schemathesis
 ALLOWED = {
     400: {"invalid_parameter": re.compile(r"^cursor$")},
     413: {"too_many_actions": None, "input_too_large": None, "record_too_large": None, "body_too_large": None},
+    429: {"executor_lag": None},
     422: {
         "unknown_document_type": re.compile(r"^documentType$"),
         "unknown_action": re.compile(r"^(actions\[\d+\]|operations\[\d+\]\.action)\.type$"),
@@ -64,6 +69,11 @@ def refused_only_for_what_the_document_cannot_say(ctx, response, case):
             f"a schema-valid request was refused {response.status_code} {code} ({error.get('message')}): "
             "the document allows what the server refuses"
         )
+    if response.status_code == 429:
+        # Headers come with lowercased names and a list of values each.
+        retry = response.headers.get("retry-after", [])
+        if len(retry) != 1 or not re.fullmatch(r"[1-9][0-9]*", retry[0]):
+            raise AssertionError(f"a 429 {code} without one Retry-After in whole seconds: {retry!r}")
     pattern = allowed[code]
     if pattern is not None and not pattern.match(field):
         raise AssertionError(
