@@ -27,10 +27,19 @@ func retryableStatus(e *APIError) bool {
 	return false
 }
 
-// retryAfter parses a Retry-After header: seconds, or an HTTP date. Zero
-// when absent, malformed or in the past; at most a day, so that a broken
-// header cannot park a call whose context has no deadline for good.
+// retryAfter parses the wait an answer advises: Retry-After-Ms (whole
+// milliseconds, which doclog's ingest sends beside Retry-After because its
+// waits are often shorter than a second) when present and valid, else
+// Retry-After (seconds, or an HTTP date). Zero when absent, malformed or in
+// the past; at most a day, so that a broken header cannot park a call
+// whose context has no deadline for good.
 func retryAfter(h http.Header, now time.Time) time.Duration {
+	const most = 24 * time.Hour
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return min(time.Duration(min(ms, int64(most/time.Millisecond)))*time.Millisecond, most)
+		}
+	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0
@@ -39,13 +48,10 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		if s <= 0 {
 			return 0
 		}
-		if s > int64(24*time.Hour/time.Second) {
-			s = int64(24 * time.Hour / time.Second)
-		}
-		return time.Duration(s) * time.Second
+		return time.Duration(min(s, int64(most/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+		return min(t.Sub(now), most)
 	}
 	return 0
 }

@@ -43,6 +43,26 @@ func TestRetryAfter(t *testing.T) {
 		}
 		require.Equal(t, want, retryAfter(h, now), "Retry-After %q", v)
 	}
+	// Retry-After-Ms, when valid, is the finer of the two.
+	for _, tc := range []struct {
+		ms, seconds string
+		want        time.Duration
+	}{
+		{"250", "1", 250 * time.Millisecond},
+		{"1500", "2", 1500 * time.Millisecond},
+		{"0", "1", time.Second},
+		{"-5", "1", time.Second},
+		{"soon", "3", 3 * time.Second},
+		{"250", "", 250 * time.Millisecond},
+		{"999999999999999", "1", 24 * time.Hour},
+	} {
+		h := http.Header{}
+		h.Set("Retry-After-Ms", tc.ms)
+		if tc.seconds != "" {
+			h.Set("Retry-After", tc.seconds)
+		}
+		require.Equal(t, tc.want, retryAfter(h, now), "Retry-After-Ms %q, Retry-After %q", tc.ms, tc.seconds)
+	}
 }
 
 func TestFormatWait(t *testing.T) {

@@ -31,12 +31,12 @@ const (
 const maxRetryAfter = time.Minute
 
 // admission decides whether a submit may go ahead given the backlog b:
-// nil when it may, else the 429 to answer, with its Retry-After and the
-// bound passed. The time bound is passed when jobs older than it still wait
+// nil when it may, else the 429 to answer, with the wait to advise (at
+// least floor) and the bound passed. The time bound is passed when jobs older than it still wait
 // (b.Older, measured against maxLag by the watcher), the records bound when
 // the backlog exceeds it; a measurement older than stale (or none) is not
 // acted on.
-func admission(b kafka.Backlog, maxRecords int64, maxLag, stale time.Duration, now time.Time) (e *APIError, retryAfter time.Duration, bound string) {
+func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Duration, now time.Time) (e *APIError, retryAfter time.Duration, bound string) {
 	if b.MeasuredAt.IsZero() || now.Sub(b.MeasuredAt) > stale {
 		return nil, 0, ""
 	}
@@ -52,7 +52,7 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale time.Duration, n
 	if bound == "" {
 		return nil, 0, ""
 	}
-	retryAfter = retryAfterFor(float64(excess), b)
+	retryAfter = retryAfterFor(float64(excess), b, floor)
 	msg := fmt.Sprintf("the executors are %d jobs behind", b.Records)
 	if seconds, known := b.Seconds(); known {
 		msg += fmt.Sprintf(" (about %s of work at the %.0f jobs/s they drain)", round(seconds), b.Capacity)
@@ -67,11 +67,11 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale time.Duration, n
 }
 
 // retryAfterFor is the time the group needs to drain excess records: at its
-// capacity, else at its current rate, in whole seconds (what Retry-After
-// can say) from one second to maxRetryAfter. A group with no known rate
-// gets one second: it may be back at any moment, and a refusal costs
+// capacity, else at its current rate, from floor (the watcher's interval:
+// no fresher figure comes sooner) to maxRetryAfter. A group with no known
+// rate gets one second: it may be back at any moment, and a refusal costs
 // little.
-func retryAfterFor(excess float64, b kafka.Backlog) time.Duration {
+func retryAfterFor(excess float64, b kafka.Backlog, floor time.Duration) time.Duration {
 	rate := b.Capacity
 	if rate <= 0 {
 		rate = b.Rate
@@ -79,11 +79,21 @@ func retryAfterFor(excess float64, b kafka.Backlog) time.Duration {
 	if rate <= 0 {
 		return time.Second
 	}
-	s := math.Ceil(excess / rate)
-	if s > maxRetryAfter.Seconds() {
+	ms := math.Ceil(excess / rate * 1000)
+	if ms >= float64(maxRetryAfter/time.Millisecond) {
 		return maxRetryAfter
 	}
-	return time.Duration(max(s, 1)) * time.Second
+	return max(time.Duration(ms)*time.Millisecond, floor)
+}
+
+// retryHeaders sets the two forms of a wait: Retry-After in whole seconds,
+// rounded up, which is all HTTP's header can say, and Retry-After-Ms in
+// milliseconds, the convention of APIs whose waits are shorter than a
+// second. A client that reads only Retry-After waits up to a second more
+// than it needs, and the executors idle meanwhile.
+func retryHeaders(h http.Header, d time.Duration) {
+	h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
 }
 
 // round shows seconds to two significant places' worth of milliseconds.
@@ -91,8 +101,8 @@ func round(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second)).Round(10 * time.Millisecond)
 }
 
-// refusedForBacklog answers 429 executor_lag, with a Retry-After in
-// seconds, when the backlog is past a bound, and reports whether it did. A
+// refusedForBacklog answers 429 executor_lag, with Retry-After and
+// Retry-After-Ms, when the backlog is past a bound, and reports whether it did. A
 // submit is checked after its validation, just before it is produced, so
 // that bad input is told so at once rather than after waiting out a
 // Retry-After.
@@ -101,12 +111,13 @@ func (h *Handler) refusedForBacklog(w http.ResponseWriter, r *http.Request) bool
 		return false
 	}
 	stale := max(10*h.cfg.ExecutorLagInterval, 5*time.Second)
-	e, retryAfter, bound := admission(h.backlog.Backlog(), h.cfg.MaxExecutorLagRecords, h.cfg.MaxExecutorLag, stale, time.Now())
+	floor := max(h.cfg.ExecutorLagInterval, 10*time.Millisecond)
+	e, retryAfter, bound := admission(h.backlog.Backlog(), h.cfg.MaxExecutorLagRecords, h.cfg.MaxExecutorLag, stale, floor, time.Now())
 	if e == nil {
 		return false
 	}
 	h.refusals.WithLabelValues(bound).Inc()
-	w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+	retryHeaders(w.Header(), retryAfter)
 	h.refuse(w, r, e)
 	return true
 }

@@ -34,9 +34,16 @@ func TestAdmission(t *testing.T) {
 			message: "the executors are 3500 jobs behind (about 3.5s of work at the 1000 jobs/s they drain), 3000 of them waiting longer than the bound of 500ms; nothing was produced: retry after 3s",
 		},
 		{
-			name: "one job past the time bound is a second", b: kafka.Backlog{Records: 20, Older: 1, Capacity: 1000, MeasuredAt: now},
-			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
-			message: "1 of them waiting longer than the bound of 500ms",
+			// 1 job at 1,000/s is a millisecond: the floor, the watcher's
+			// interval, is the least advised.
+			name: "one job past the time bound is the floor", b: kafka.Backlog{Records: 20, Older: 1, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 100 * time.Millisecond, bound: boundSeconds,
+			message: "1 of them waiting longer than the bound of 500ms; nothing was produced: retry after 100ms",
+		},
+		{
+			// 250 jobs at 1,000/s: a quarter of a second, not a whole one.
+			name: "less than a second of work", b: kafka.Backlog{Records: 900, Older: 250, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 250 * time.Millisecond, bound: boundSeconds,
 		},
 		{
 			name: "the time bound off", b: kafka.Backlog{Records: 20, Older: 10, Capacity: 1000, MeasuredAt: now},
@@ -67,7 +74,7 @@ func TestAdmission(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, retryAfter, bound := admission(tc.b, tc.maxRecords, tc.maxLag, stale, now)
+			e, retryAfter, bound := admission(tc.b, tc.maxRecords, tc.maxLag, stale, 100*time.Millisecond, now)
 			if tc.retryAfter == 0 {
 				require.Nil(t, e)
 				require.Zero(t, retryAfter)
@@ -81,5 +88,23 @@ func TestAdmission(t *testing.T) {
 			require.Equal(t, tc.bound, bound)
 			require.Contains(t, e.Message, tc.message)
 		})
+	}
+}
+
+func TestRetryHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		wait      time.Duration
+		after, ms string
+	}{
+		{100 * time.Millisecond, "1", "100"},
+		{250 * time.Millisecond, "1", "250"},
+		{time.Second, "1", "1000"},
+		{1001 * time.Millisecond, "2", "1001"},
+		{maxRetryAfter, "60", "60000"},
+	} {
+		h := http.Header{}
+		retryHeaders(h, tc.wait)
+		require.Equal(t, tc.after, h.Get("Retry-After"), "%s: whole seconds, rounded up", tc.wait)
+		require.Equal(t, tc.ms, h.Get("Retry-After-Ms"), tc.wait)
 	}
 }

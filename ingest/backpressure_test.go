@@ -59,6 +59,7 @@ func TestBacklogPastTheBoundIs429(t *testing.T) {
 	e := requireRefused(t, refused, http.StatusTooManyRequests, ingest.CodeExecutorLag, "", "jobs behind, past the bound of 5 jobs; nothing was produced: retry after 1s")
 	require.Regexp(t, `^the executors are \d+ jobs behind`, e.Error.Message)
 	require.Equal(t, "1", refused.header.Get("Retry-After"), "no drain rate is known: a second")
+	require.Equal(t, "1000", refused.header.Get("Retry-After-Ms"))
 	require.Equal(t, int64(len(acked)), kb.endOffsets(t), "a refused job is not produced")
 	require.Equal(t, 1.0, refusalsBy(t, reg, "records"))
 	require.Equal(t, http.StatusOK, do(t, h, request{method: "GET", path: "/readyz"}).status, "backpressure is not unreadiness")

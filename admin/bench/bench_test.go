@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -58,6 +59,21 @@ func TestSamplerReached(t *testing.T) {
 	}
 	_, ok := s.reached(1, 0)
 	require.False(t, ok, "a stream never sampled has reached nothing")
+}
+
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	h := func(kv ...string) http.Header {
+		out := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	require.Equal(t, 250*time.Millisecond, retryAfter(h("Retry-After", "1", "Retry-After-Ms", "250")))
+	require.Equal(t, 3*time.Second, retryAfter(h("Retry-After", "3", "Retry-After-Ms", "0")))
+	require.Equal(t, 2*time.Second, retryAfter(h("Retry-After", "2")))
+	require.Equal(t, time.Second, retryAfter(h()))
 }
 
 func TestJob(t *testing.T) {

@@ -302,7 +302,7 @@ func (r *runner) setup(ctx context.Context) error {
 	errs := make([]error, len(r.docs))
 	var wg sync.WaitGroup
 	for i, doc := range r.docs {
-		wg.Go(func() { ids[i], errs[i] = r.sub.create(ctx, doc) })
+		wg.Go(func() { ids[i], errs[i] = admitted(ctx, func() (string, error) { return r.sub.create(ctx, doc) }) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -449,6 +449,22 @@ func (r *runner) waitedOut(ctx context.Context, err error) bool {
 	r.refusals.Add(1)
 	r.refusedFor.Add(int64(ref.retryAfter))
 	return sleep(ctx, ref.retryAfter) == nil
+}
+
+// admitted sends a job of the set-up (a creation, a fill) until ingest
+// admits it, waiting out each 429 for its advised time without counting
+// it: the set-up is not measured, and a refusal of it is not a failure.
+func admitted(ctx context.Context, send func() (string, error)) (string, error) {
+	for {
+		id, err := send()
+		var ref *refusal
+		if !errors.As(err, &ref) || ctx.Err() != nil {
+			return id, err
+		}
+		if err := sleep(ctx, ref.retryAfter); err != nil {
+			return "", err
+		}
+	}
 }
 
 // startSeries starts the time series, if configured, and returns what

@@ -104,7 +104,7 @@ func (s *httpSubmitter) send(ctx context.Context, path string, body any, want in
 		return nil, fmt.Errorf("reading the answer of %s: %w", path, err)
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
-		return nil, &refusal{path: path, retryAfter: retryAfter(resp.Header.Get("Retry-After")), body: string(bytes.TrimSpace(data))}
+		return nil, &refusal{path: path, retryAfter: retryAfter(resp.Header), body: string(bytes.TrimSpace(data))}
 	}
 	if resp.StatusCode != want {
 		return nil, fmt.Errorf("submitting to %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
@@ -124,10 +124,14 @@ func (e *refusal) Error() string {
 	return fmt.Sprintf("submitting to %s: 429, retry after %s: %s", e.path, e.retryAfter, e.body)
 }
 
-// retryAfter reads a Retry-After in seconds, as ingest sends it; one second
-// when it is missing or not a number of seconds.
-func retryAfter(v string) time.Duration {
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
+// retryAfter reads the wait ingest advises: Retry-After-Ms when it is a
+// positive number of milliseconds, else Retry-After in seconds; one second
+// when neither is usable.
+func retryAfter(h http.Header) time.Duration {
+	if ms, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After-Ms"))); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s > 0 {
 		return time.Duration(s) * time.Second
 	}
 	return time.Second

@@ -50,7 +50,7 @@ func (r *runner) grow(ctx context.Context) ([]string, error) {
 					errs[d] = err
 					return
 				}
-				id, err := r.sub.mutate(ctx, doc, []json.RawMessage{raw})
+				id, err := admitted(ctx, func() (string, error) { return r.sub.mutate(ctx, doc, []json.RawMessage{raw}) })
 				if err != nil {
 					errs[d] = fmt.Errorf("filling document %s to %d bytes: %w", doc, r.cfg.StateBytes, err)
 					return
