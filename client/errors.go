@@ -90,7 +90,7 @@ func parseAPIError(resp *http.Response) *APIError {
 	e := &APIError{
 		StatusCode: resp.StatusCode,
 		RequestID:  resp.Header.Get("X-Request-Id"),
-		RetryAfter: retryAfter(resp.Header, time.Now()),
+		RetryAfter: RetryAfter(resp.Header, time.Now()),
 	}
 	if resp.Request != nil {
 		e.Method = resp.Request.Method

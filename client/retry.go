@@ -27,13 +27,13 @@ func retryableStatus(e *APIError) bool {
 	return false
 }
 
-// retryAfter parses the wait an answer advises: Retry-After-Ms (whole
+// RetryAfter parses the wait an answer advises: Retry-After-Ms (whole
 // milliseconds, which doclog's ingest sends beside Retry-After because its
 // waits are often shorter than a second) when present and valid, else
 // Retry-After (seconds, or an HTTP date). Zero when absent, malformed or in
 // the past; at most a day, so that a broken header cannot park a call
 // whose context has no deadline for good.
-func retryAfter(h http.Header, now time.Time) time.Duration {
+func RetryAfter(h http.Header, now time.Time) time.Duration {
 	const most = 24 * time.Hour
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {

@@ -41,7 +41,7 @@ func TestRetryAfter(t *testing.T) {
 		if v != "" {
 			h.Set("Retry-After", v)
 		}
-		require.Equal(t, want, retryAfter(h, now), "Retry-After %q", v)
+		require.Equal(t, want, RetryAfter(h, now), "Retry-After %q", v)
 	}
 	// Retry-After-Ms, when valid, is the finer of the two.
 	for _, tc := range []struct {
@@ -61,7 +61,7 @@ func TestRetryAfter(t *testing.T) {
 		if tc.seconds != "" {
 			h.Set("Retry-After", tc.seconds)
 		}
-		require.Equal(t, tc.want, retryAfter(h, now), "Retry-After-Ms %q, Retry-After %q", tc.ms, tc.seconds)
+		require.Equal(t, tc.want, RetryAfter(h, now), "Retry-After-Ms %q, Retry-After %q", tc.ms, tc.seconds)
 	}
 }
 

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/doclog/doclog/client"
 	"github.com/doclog/doclog/ingest"
 	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
@@ -124,15 +124,11 @@ func (e *refusal) Error() string {
 	return fmt.Sprintf("submitting to %s: 429, retry after %s: %s", e.path, e.retryAfter, e.body)
 }
 
-// retryAfter reads the wait ingest advises: Retry-After-Ms when it is a
-// positive number of milliseconds, else Retry-After in seconds; one second
-// when neither is usable.
+// retryAfter is the wait ingest advises, as the client package reads it;
+// one second when the answer advises none.
 func retryAfter(h http.Header) time.Duration {
-	if ms, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After-Ms"))); err == nil && ms > 0 {
-		return time.Duration(ms) * time.Millisecond
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if d := client.RetryAfter(h, time.Now()); d > 0 {
+		return d
 	}
 	return time.Second
 }
