@@ -98,7 +98,9 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 	e, c, p, a, r, i := &s.Tuning.Executor, &s.Tuning.Cache, &s.Tuning.Projectors, &s.Tuning.Analytics, &s.Tuning.Readstore, &s.Tuning.Ingest
 
 	b.int(&e.MaxPollRecords, "executor-max-poll-records", executor.DefaultMaxPollRecords, 1,
-		"jobs taken per poll, which is one batch and one Postgres transaction: raising it spreads each transaction's cost over more jobs (throughput) at the cost of longer batches (latency) and more memory per batch")
+		"jobs taken per poll, at most one batch and one Postgres transaction: raising it spreads each transaction's cost over more jobs (throughput) at the cost of longer batches (latency) and more memory per batch")
+	b.int(&e.MaxBatchOperations, "executor-max-batch-operations", executor.DefaultMaxBatchOperations, 1,
+		"operations one batch carries at most (a job's actions; a larger job goes alone), the jobs past it going into the next batch at once: raising it spreads each transaction's cost over more operations when jobs carry many actions, at the cost of every job of a batch waiting for the whole batch (latency)")
 	b.int(&e.MaxRecordBytes, "executor-max-record-bytes", record.DefaultMaxSize, 1,
 		"largest job record the executor decodes; a larger one is dead-lettered as RECORD_TOO_LARGE: raising it admits bigger jobs from producers that bypass ingest at the cost of memory per record (keep it within the jobs topic's max.message.bytes)")
 	b.int(&e.InlineOperationsBytes, "executor-inline-operations-bytes", record.DefaultInlineOperationsBytes, 1,

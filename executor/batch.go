@@ -190,16 +190,33 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 // first to settle; the lookup then finds its result and the copy replays
 // it, so one request never lists a job twice. A job that must go alone
 // (after a refusal) runs in a batch as its document's only job.
+//
+// A batch carries at most MaxBatchOperations operations (one larger job goes
+// alone). When the bound leaves jobs behind, the next batch starts at the
+// next partition, so that a busy first partition does not keep the others
+// waiting.
 func (e *Executor) gather(now time.Time) []*pending {
-	var batch []*pending
+	var (
+		batch []*pending
+		ops   int
+		full  bool
+	)
 	jobs := map[string]string{} // job id → its document, in this batch
 	docs := map[string]bool{}   // documents with a job in this batch
-	for _, ps := range e.sortedParts() {
+	parts := e.sortedParts()
+	if n := len(parts); n > 1 {
+		k := e.firstPart % n
+		parts = slices.Concat(parts[k:], parts[:k])
+	}
+	for _, ps := range parts {
+		if full {
+			break
+		}
 		if e.paused.parts[ps.id] {
 			continue
 		}
 		ps.walk(func(p *pending) bool {
-			if p.notBefore.After(now) || e.paused.types[p.job.DocumentType] {
+			if full || p.notBefore.After(now) || e.paused.types[p.job.DocumentType] {
 				return false
 			}
 			id, doc := p.job.JobID, p.documentID()
@@ -217,12 +234,28 @@ func (e *Executor) gather(now time.Time) []*pending {
 			if single && docs[doc] {
 				return false
 			}
+			n := p.operations()
+			if len(batch) > 0 && ops+n > e.cfg.MaxBatchOperations {
+				full = true
+				return false
+			}
+			ops += n
 			jobs[id], docs[doc] = doc, true
 			batch = append(batch, p)
 			return !single
 		})
 	}
+	if full {
+		e.firstPart++
+	}
 	return batch
+}
+
+// operations is what a job counts against MaxBatchOperations: its actions,
+// or a load job's operations; a job of neither (a create or delete without
+// actions, a branch job) writes about one.
+func (p *pending) operations() int {
+	return max(1, len(p.job.Actions)+len(p.job.Operations))
 }
 
 // lookup asks the log, in one query, for the results of the batch's jobs and

@@ -19,6 +19,7 @@ import (
 const (
 	DefaultGroup                 = "doclog-executor"
 	DefaultMaxPollRecords        = 1000
+	DefaultMaxBatchOperations    = 5000
 	DefaultMaxRetries            = 5
 	DefaultRetryBaseDelay        = 100 * time.Millisecond
 	DefaultRetryMaxDelay         = 30 * time.Second
@@ -75,6 +76,12 @@ type Config struct {
 	// MaxPollRecords bounds the records taken per poll, and so the size of
 	// a batch. Default 1000.
 	MaxPollRecords int
+	// MaxBatchOperations bounds the operations one batch carries (a job's
+	// actions, a load job's operations), so that a batch of large jobs
+	// does not hold the jobs behind it for seconds: the jobs past it wait
+	// for the next batch, which starts at once. A job larger than the
+	// bound goes alone. Default 5000.
+	MaxBatchOperations int
 	// MaxRecordBytes bounds a job record's value; a larger one is dead
 	// lettered as RECORD_TOO_LARGE. Default 1 MiB (record.DefaultMaxSize).
 	MaxRecordBytes int
@@ -168,6 +175,7 @@ func (c Config) WithDefaults() Config {
 	}
 	setDefault(&c.Group, DefaultGroup)
 	setDefault(&c.MaxPollRecords, DefaultMaxPollRecords)
+	setDefault(&c.MaxBatchOperations, DefaultMaxBatchOperations)
 	setDefault(&c.OffsetCommitInterval, DefaultOffsetCommitInterval)
 	setDefault(&c.RebalanceTimeout, DefaultRebalanceTimeout)
 	setDefault(&c.FetchMaxWait, DefaultFetchMaxWait)
@@ -249,7 +257,8 @@ func (c Config) Validate() error {
 		name   string
 		v, min int64
 	}{
-		{"max poll records", int64(c.MaxPollRecords), 1}, {"max record bytes", int64(c.MaxRecordBytes), 1},
+		{"max poll records", int64(c.MaxPollRecords), 1}, {"max batch operations", int64(c.MaxBatchOperations), 1},
+		{"max record bytes", int64(c.MaxRecordBytes), 1},
 		{"inline operations bytes", int64(c.InlineOperationsBytes), 1}, {"keyframe interval", c.KeyframeInterval, 1},
 		{"max skip threshold", c.MaxSkipThreshold, 1},
 		{"max retries", int64(c.MaxRetries), 0}, {"conflict budget", int64(c.ConflictBudget), 1},

@@ -96,6 +96,9 @@ type Executor struct {
 	unavailable time.Duration
 	// paused is the set of pauses the member obeys (pause.go).
 	paused pauses
+	// firstPart rotates the partition a batch is gathered from first,
+	// once a batch was cut short by MaxBatchOperations.
+	firstPart int
 
 	readyMu  sync.Mutex
 	readyErr error
