@@ -32,19 +32,36 @@ const maxRetryAfter = time.Minute
 
 // admission decides whether a submit may go ahead given the backlog b:
 // nil when it may, else the 429 to answer, with the wait to advise (at
-// least floor) and the bound passed. The time bound is passed when jobs older than it still wait
-// (b.Older, measured against maxLag by the watcher), the records bound when
-// the backlog exceeds it; a measurement older than stale (or none) is not
-// acted on.
+// least floor) and the bound passed. The time bound is passed when jobs
+// older than it still wait (b.Older, measured against maxLag by the
+// watcher), or when the jobs waiting are more than the group drains in
+// maxLag at its capacity (a job admitted now would wait longer); the
+// records bound when the backlog exceeds it. A measurement older than stale
+// (or none) is not acted on.
 func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Duration, now time.Time) (e *APIError, retryAfter time.Duration, bound string) {
 	if b.MeasuredAt.IsZero() || now.Sub(b.MeasuredAt) > stale {
 		return nil, 0, ""
 	}
 	// excess is how many records must drain before the backlog is within
 	// every bound again.
-	var excess int64
+	var (
+		excess  int64
+		ahead   bool // the time bound is passed by the work ahead, not by age
+		allowed int64
+	)
 	if maxLag > 0 && b.Older > 0 {
 		excess, bound = b.Older, boundSeconds
+	}
+	// The age alone passes the bound only once jobs have waited that long,
+	// and a closed loop admitted until then has queued many times the
+	// bound's worth of work: every job it queued then waits for all of it.
+	// The work ahead, at the capacity, is refused before it ages. At least
+	// one job may always wait, so that a slow group is never left idle.
+	if maxLag > 0 && b.Capacity > 0 {
+		allowed = max(int64(maxLag.Seconds()*b.Capacity), 1)
+		if b.Records-allowed > excess {
+			excess, bound, ahead = b.Records-allowed, boundSeconds, true
+		}
 	}
 	if maxRecords > 0 && b.Records > maxRecords && b.Records-maxRecords > excess {
 		excess, bound = b.Records-maxRecords, boundRecords
@@ -57,9 +74,12 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Dura
 	if seconds, known := b.Seconds(); known {
 		msg += fmt.Sprintf(" (about %s of work at the %.0f jobs/s they drain)", round(seconds), b.Capacity)
 	}
-	if bound == boundSeconds {
+	switch {
+	case bound == boundSeconds && ahead:
+		msg += fmt.Sprintf(", more than the %d they drain in the bound of %s", allowed, maxLag)
+	case bound == boundSeconds:
 		msg += fmt.Sprintf(", %d of them waiting longer than the bound of %s", b.Older, maxLag)
-	} else {
+	default:
 		msg += fmt.Sprintf(", past the bound of %d jobs", maxRecords)
 	}
 	msg += fmt.Sprintf("; nothing was produced: retry after %s", retryAfter)

@@ -23,7 +23,20 @@ func TestAdmission(t *testing.T) {
 		message    string
 	}{
 		{name: "within both bounds", b: kafka.Backlog{Records: 400, Capacity: 1000, MeasuredAt: now}, maxRecords: 1000, maxLag: time.Second},
-		{name: "much work, none of it old", b: kafka.Backlog{Records: 900, Capacity: 10, MeasuredAt: now}, maxRecords: 1000, maxLag: time.Second},
+		{name: "much work, none of it old, no capacity known", b: kafka.Backlog{Records: 900, Rate: 10, MeasuredAt: now}, maxRecords: 1000, maxLag: time.Second},
+		{name: "as much work as drains in the bound", b: kafka.Backlog{Records: 1000, Capacity: 1000, MeasuredAt: now}, maxRecords: 100000, maxLag: time.Second},
+		{
+			// 1,500 jobs at 1,000/s: a job admitted now would wait 1.5s,
+			// though none has waited 500ms yet.
+			name: "the work ahead passes the time bound before any job aged", b: kafka.Backlog{Records: 1500, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
+			message: "the executors are 1500 jobs behind (about 1.5s of work at the 1000 jobs/s they drain), more than the 500 they drain in the bound of 500ms; nothing was produced: retry after 1s",
+		},
+		{name: "a slow group may always hold one job", b: kafka.Backlog{Records: 1, Capacity: 0.5, MeasuredAt: now}, maxRecords: 100000, maxLag: 500 * time.Millisecond},
+		{
+			name: "a slow group's second job waits", b: kafka.Backlog{Records: 3, Capacity: 0.5, MeasuredAt: now},
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 4 * time.Second, bound: boundSeconds,
+		},
 		{name: "no measurement yet", b: kafka.Backlog{Records: 1e9}, maxRecords: 1000, maxLag: time.Second},
 		{name: "a stale measurement", b: kafka.Backlog{Records: 1e9, Capacity: 1, MeasuredAt: now.Add(-stale - time.Millisecond)}, maxRecords: 1000, maxLag: time.Second},
 		{name: "both bounds off", b: kafka.Backlog{Records: 1e9, Capacity: 1, MeasuredAt: now}, maxRecords: -1, maxLag: -1},
@@ -42,7 +55,7 @@ func TestAdmission(t *testing.T) {
 		},
 		{
 			// 250 jobs at 1,000/s: a quarter of a second, not a whole one.
-			name: "less than a second of work", b: kafka.Backlog{Records: 900, Older: 250, Capacity: 1000, MeasuredAt: now},
+			name: "less than a second of work", b: kafka.Backlog{Records: 600, Older: 250, Capacity: 1000, MeasuredAt: now},
 			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 250 * time.Millisecond, bound: boundSeconds,
 		},
 		{
@@ -62,11 +75,11 @@ func TestAdmission(t *testing.T) {
 		{
 			// Both passed: the one farther away decides.
 			name: "past both, records farther", b: kafka.Backlog{Records: 9000, Older: 1000, Capacity: 1000, MeasuredAt: now},
-			maxRecords: 2000, maxLag: time.Second, retryAfter: 7 * time.Second, bound: boundRecords,
+			maxRecords: 500, maxLag: time.Second, retryAfter: 8500 * time.Millisecond, bound: boundRecords,
 		},
 		{
-			name: "past both, time farther", b: kafka.Backlog{Records: 9000, Older: 7000, Capacity: 1000, MeasuredAt: now},
-			maxRecords: 8000, maxLag: time.Second, retryAfter: 7 * time.Second, bound: boundSeconds,
+			name: "past both, time farther", b: kafka.Backlog{Records: 9000, Older: 8500, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 8000, maxLag: time.Second, retryAfter: 8500 * time.Millisecond, bound: boundSeconds,
 		},
 		{
 			name: "a stalled group's whole backlog is capped at a minute", b: kafka.Backlog{Records: 1e7, Older: 1e7, Capacity: 1000, MeasuredAt: now},
