@@ -12,10 +12,13 @@ import (
 
 // Backlog is the executor group's backlog on the jobs topic, kept current
 // in the background so that a submit reads it from memory;
-// *kafka.BacklogWatcher implements it. Produced tells it of each job this
-// handler produced, which the next measurement will count.
+// *kafka.BacklogWatcher implements it. A submit reserves its jobs before it
+// is admitted (Reserve), releases them once refused or produced (Release),
+// and reports those produced (Produced), which the next measurement counts.
 type Backlog interface {
 	Backlog() kafka.Backlog
+	Reserve(n int)
+	Release(n int)
 	Produced(n int)
 }
 
@@ -122,12 +125,22 @@ func round(s float64) time.Duration {
 }
 
 // refusedForBacklog answers 429 executor_lag, with Retry-After and
-// Retry-After-Ms, when the backlog is past a bound, and reports whether it did. A
-// submit is checked after its validation, just before it is produced, so
-// that bad input is told so at once rather than after waiting out a
-// Retry-After.
-func (h *Handler) refusedForBacklog(w http.ResponseWriter, r *http.Request) bool {
-	if h.backlog == nil || (h.cfg.MaxExecutorLag < 0 && h.cfg.MaxExecutorLagRecords < 0) {
+// Retry-After-Ms, when the backlog with the submit's n jobs is past a bound,
+// and reports whether it did. A submit is checked after its validation,
+// just before it is produced, so that bad input is told so at once rather
+// than after waiting out a Retry-After.
+//
+// The jobs of an admitted submit are reserved in the backlog from here
+// until the caller has produced them (settleReservation, for each): counted
+// only once produced, every submit arriving in the meantime saw the same
+// backlog, and a crowd of clients coming back from the same Retry-After was
+// admitted whole, far past the bound.
+func (h *Handler) refusedForBacklog(w http.ResponseWriter, r *http.Request, n int) bool {
+	if h.backlog == nil {
+		return false
+	}
+	h.backlog.Reserve(n)
+	if h.cfg.MaxExecutorLag < 0 && h.cfg.MaxExecutorLagRecords < 0 {
 		return false
 	}
 	stale := max(10*h.cfg.ExecutorLagInterval, 5*time.Second)
@@ -136,8 +149,21 @@ func (h *Handler) refusedForBacklog(w http.ResponseWriter, r *http.Request) bool
 	if e == nil {
 		return false
 	}
+	h.backlog.Release(n)
 	h.refusals.WithLabelValues(bound).Inc()
 	retryHeaders(w.Header(), retryAfter)
 	h.refuse(w, r, e)
 	return true
+}
+
+// settleReservation releases the reservation of one admitted job once its
+// produce returned, and counts it in the backlog when it was produced (ok).
+func (h *Handler) settleReservation(ok bool) {
+	if h.backlog == nil {
+		return
+	}
+	h.backlog.Release(1)
+	if ok {
+		h.backlog.Produced(1)
+	}
 }

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,6 +87,49 @@ func TestBacklogPastTheBoundIs429(t *testing.T) {
 		delete(acked, j.JobID)
 	}
 	require.Empty(t, acked, "acknowledged jobs missing from the topic")
+}
+
+// Submits arriving at once see each other: each reserves its job before
+// the check, so a crowd of clients (say, back from the same Retry-After)
+// is admitted up to the bound, not whole.
+func TestConcurrentSubmitsStopAtTheBound(t *testing.T) {
+	t.Parallel()
+	kb := setupKafka(t)
+	ctx := testCtx(t)
+	group, _ := stoppedGroup(t, kb)
+	w, err := kafka.NewBacklogWatcher(kafka.BacklogConfig{Client: kb.producer, Group: group, Topic: kb.topic, Interval: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, w.Stop(ctx)) })
+	const bound = 5
+	h := newHandler(t, ingest.Config{JobsTopic: kb.topic, MaxExecutorLagRecords: bound, MaxExecutorLag: -1, ExecutorLagInterval: time.Hour},
+		ingest.Deps{Producer: kb.producer, Backlog: w})
+	require.Eventually(t, func() bool { return !w.Backlog().MeasuredAt.IsZero() }, 30*time.Second, 50*time.Millisecond)
+
+	const clients = 40
+	statuses := make([]int, clients)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range clients {
+		wg.Go(func() {
+			<-start
+			res, _ := serve(h, request{method: "POST", path: "/v1/jobs", body: fmt.Sprintf(
+				`{"documentId": "doc-%d", "documentType": "doclog/json", "actions": [{"type": "MERGE_PATCH", "scope": "global", "input": {"n": %d}}]}`, i, i)})
+			statuses[i] = res.status
+		})
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, s := range statuses {
+		count[s]++
+	}
+	// The one measurement (the interval is an hour) saw an empty backlog:
+	// only the reservations stop the crowd.
+	require.Equal(t, bound, count[http.StatusAccepted], "statuses: %v", count)
+	require.Equal(t, clients-bound, count[http.StatusTooManyRequests], "statuses: %v", count)
+	require.Equal(t, int64(bound), kb.endOffsets(t), "only the admitted jobs are produced")
+	require.Equal(t, int64(bound), w.Backlog().Records, "the produced jobs count, the refused ones' reservations are released")
 }
 
 // stoppedGroup is an executor group that consumed nothing and stopped: its

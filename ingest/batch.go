@@ -101,7 +101,13 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request) {
 		jobs[i], recs[i] = job, rec
 	}
 
-	if h.refusedForBacklog(w, r) {
+	valid := 0
+	for _, rec := range recs {
+		if rec != nil {
+			valid++
+		}
+	}
+	if h.refusedForBacklog(w, r, valid) {
 		return
 	}
 	// As for one job, a client that hangs up does not cancel the produce.
@@ -112,14 +118,12 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request) {
 		if recs[i] == nil {
 			continue
 		}
+		h.settleReservation(err == nil)
 		if err != nil {
 			h.logJob(zap.ErrorLevel, "produce job", jobs[i], httpapi.RequestIDField(r), zap.Int("batch_index", i), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 			e := produceError(err, jobs[i], recs[i])
 			results[i] = batchResult{Status: e.Status, Error: &batchError{Code: e.Code, Message: e.Message}}
 			continue
-		}
-		if h.backlog != nil {
-			h.backlog.Produced(1)
 		}
 		h.logJob(zap.DebugLevel, "job accepted", jobs[i], zap.Int("batch_index", i), zap.Int("actions", len(jobs[i].Actions)), zap.Duration("elapsed", time.Since(start)))
 		acc := accepted(jobs[i])

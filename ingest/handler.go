@@ -377,7 +377,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 		h.refuse(w, r, apiErr)
 		return
 	}
-	if h.refusedForBacklog(w, r) {
+	if h.refusedForBacklog(w, r, 1) {
 		return
 	}
 	// A client that hangs up does not cancel the produce: the record may
@@ -385,13 +385,12 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.ProduceTimeout)
 	defer cancel()
 	start := time.Now()
-	if err := h.produce(ctx, rec); err != nil {
+	err := h.produce(ctx, rec)
+	h.settleReservation(err == nil)
+	if err != nil {
 		h.logJob(zap.ErrorLevel, "produce job", job, httpapi.RequestIDField(r), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 		writeError(w, produceError(err, job, rec))
 		return
-	}
-	if h.backlog != nil {
-		h.backlog.Produced(1)
 	}
 	h.logJob(zap.DebugLevel, "job accepted", job, zap.Int("actions", len(job.Actions)), zap.Duration("elapsed", time.Since(start)))
 	acc := accepted(job)

@@ -113,6 +113,7 @@ type BacklogWatcher struct {
 	adm *kadm.Client
 
 	produced atomic.Int64 // records reported produced, ever
+	reserved atomic.Int64 // records reserved and not released
 	last     atomic.Pointer[measurement]
 
 	// The measuring goroutine's own state.
@@ -214,16 +215,29 @@ func (w *BacklogWatcher) Stop(ctx context.Context) error {
 // the last measurement could see them.
 func (w *BacklogWatcher) Produced(n int) { w.produced.Add(int64(n)) }
 
+// Reserve counts n records this process is about to produce in Backlog at
+// once, until Release takes them out again (then Produced counts those that
+// were produced). A caller deciding whether to produce by the backlog
+// reserves first: callers deciding at the same moment then see each
+// other's records, where counted only once produced they would all see the
+// same backlog and all go ahead.
+func (w *BacklogWatcher) Reserve(n int) { w.reserved.Add(int64(n)) }
+
+// Release takes n records out of the reservation: produced (and reported
+// with Produced) or given up.
+func (w *BacklogWatcher) Release(n int) { w.reserved.Add(-int64(n)) }
+
 // Backlog returns the backlog now: the last measurement, plus the records
-// produced since it started, minus what the group drained since at Rate.
-// Its MeasuredAt is zero before a first measurement succeeded.
+// produced since it started and those reserved, minus what the group
+// drained since at Rate. Its MeasuredAt is zero before a first measurement
+// succeeded.
 func (w *BacklogWatcher) Backlog() Backlog {
 	m := w.last.Load()
 	if m == nil {
 		return Backlog{}
 	}
 	b := m.Backlog
-	b.Records += w.produced.Load() - m.produced
+	b.Records += w.produced.Load() - m.produced + max(w.reserved.Load(), 0)
 	b.Records -= int64(b.Rate * time.Since(b.MeasuredAt).Seconds())
 	b.Records = max(b.Records, 0)
 	return b

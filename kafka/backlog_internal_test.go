@@ -70,3 +70,25 @@ func TestBacklogBetweenMeasurements(t *testing.T) {
 	w.last.Store(&measurement{Backlog: Backlog{Records: 100, Rate: 1000, MeasuredAt: time.Now().Add(-time.Second)}, produced: w.produced.Load()})
 	require.Zero(t, w.Backlog().Records, "a second at 1,000 records/s drains the 100 and does not go below 0")
 }
+
+// Records reserved are in the backlog until released, and a measurement's
+// snapshot of what was produced does not take them: a reservation whose
+// produce is in flight when the measurement starts is still counted.
+func TestBacklogCountsReservations(t *testing.T) {
+	w := &BacklogWatcher{}
+	w.last.Store(&measurement{Backlog: Backlog{Records: 10, MeasuredAt: time.Now()}})
+	w.Reserve(3)
+	require.Equal(t, int64(13), w.Backlog().Records)
+	// Two produced, one given up.
+	w.Release(2)
+	w.Produced(2)
+	w.Release(1)
+	require.Equal(t, int64(12), w.Backlog().Records)
+	// A measurement taken while a reservation is in flight.
+	w.Reserve(5)
+	w.last.Store(&measurement{Backlog: Backlog{Records: 12, MeasuredAt: time.Now()}, produced: w.produced.Load()})
+	require.Equal(t, int64(17), w.Backlog().Records)
+	w.Release(5)
+	w.Produced(5)
+	require.Equal(t, int64(17), w.Backlog().Records, "produced after the measurement: counted until the next one")
+}
