@@ -23,8 +23,13 @@ const (
 	// enough to hold several of the group's commits.
 	rateWindow = time.Second
 	// capacityWindow is how long a drain rate measured while the group was
-	// busy counts towards its capacity.
-	capacityWindow = time.Minute
+	// busy counts towards its capacity: long enough that a slow batch or a
+	// short stall does not make the group look slow, short enough that the
+	// capacity follows a change of the jobs' size. The rate is in records,
+	// and a group that drained 2,000 jobs/s of one action drains a few
+	// hundred of fifty: a capacity kept a minute from the small jobs let a
+	// closed loop queue seconds of the large ones.
+	capacityWindow = 2 * time.Second
 	// stuckAfter is how long a partition's committed offset may stand still
 	// and its old records still count in Backlog.Older. The executor does
 	// not commit past a job parked on its queueHint (or on a document type
@@ -53,9 +58,9 @@ type Backlog struct {
 	// Rate is the records per second the group committed past over the
 	// last second or so; 0 when it made no progress.
 	Rate float64
-	// Capacity is the fastest Rate measured in the last minute during
-	// which the group stayed busy (records waiting throughout): what it
-	// drains when it has work. 0 until such a rate was measured; when the
+	// Capacity is the fastest Rate measured in the last two seconds
+	// during which the group stayed busy (records waiting throughout):
+	// what it drains when it has work. 0 until such a rate was measured; when the
 	// group stalls it keeps its last value, since a stalled group's
 	// backlog is no less work.
 	Capacity float64

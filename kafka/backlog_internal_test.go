@@ -48,9 +48,10 @@ func TestBacklogRateAndCapacity(t *testing.T) {
 	require.InDelta(t, 10, b.Rate, 1)
 	require.InDelta(t, 5000, b.Capacity, 1)
 
-	// Busy again but slower, for over a minute: the old peak ages out.
+	// Busy again but slower (larger jobs), for a few seconds: the old
+	// peak ages out.
 	base := int64(10000 + 1240)
-	for i := 1241; i <= 1241+700; i++ {
+	for i := 1241; i <= 1241+40; i++ {
 		b = w.add(sample{at: at(100 * i), committed: base + int64(200*(i-1240)), lag: 5000})
 	}
 	require.InDelta(t, 2000, b.Rate, 1)
