@@ -96,7 +96,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxExecutorLag bounds the executor group's backlog in time: while
 	// jobs older than this wait unprocessed (kafka.Backlog.Older, from the
-	// watcher behind Deps.Backlog, built with this as its MaxAge), every
+	// watcher behind Deps.Backlog, built with this as its MaxAge), or more
+	// jobs wait than the group drains in this time at its capacity, every
 	// submit is answered 429 executor_lag with a Retry-After, nothing
 	// produced. Default 500ms; negative: no bound.
 	MaxExecutorLag time.Duration
