@@ -30,6 +30,8 @@
 # KAFKA_HEAP (default 512m) each run beside the single node's.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source-path=SCRIPTDIR/..
+. scripts/lib.sh
 RUNS=${RUNS:-2}
 MODES=${MODES:-single batch}
 DURATION=${DURATION:-20s}
@@ -39,14 +41,11 @@ HALF_PEAK=${HALF_PEAK:-1}
 OUT=${OUT:-.cache/bench-cluster/$(date -u +%Y%m%dT%H%M%SZ)}
 command -v jq >/dev/null || { echo "bench-cluster: jq is needed for the summary: apt-get install jq" >&2; exit 2; }
 [[ " $MODES " == *" single "* ]] || [ "$HALF_PEAK" != 1 ] || { echo "bench-cluster: HALF_PEAK=1 needs mode single among MODES" >&2; exit 2; }
-work=$(mktemp -d -t doclog-bench-cluster.XXXXXX)
-chmod 755 "$work"
+new_work bench-cluster
 cleanup() {
 	[ -f "$work/pgproxy.pid" ] && kill -TERM "$(cat "$work/pgproxy.pid")" 2>/dev/null
 	scripts/kafka.sh stop-cluster "$work/cluster" >/dev/null 2>&1 || true
-	scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
-	scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
-	rm -rf "$work"
+	stop_services
 }
 trap cleanup EXIT
 fail() {
@@ -54,21 +53,13 @@ fail() {
 	exit 1
 }
 
-scripts/pg.sh install
-db=$(scripts/pg.sh start "$work/pg" fsync) || fail "Postgres did not start"
-db=${db#DATABASE_URL=}
+start_postgres || fail "Postgres did not start"
 if command -v psql >/dev/null; then
-	psql "$db" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"
-	scripts/pg.sh stop "$work/pg"
-	db=$(scripts/pg.sh start "$work/pg" fsync) || fail "Postgres did not restart"
-	db=${db#DATABASE_URL=}
-	psql "$db" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
+	preload_pg_stat_statements || fail "Postgres did not restart with pg_stat_statements"
 fi
-scripts/kafka.sh install
 # JVMs start slowly on busy cores: as long a wait for the single node as for
 # the cluster.
-seeds=$(KAFKA_READY_TIMEOUT=300s scripts/kafka.sh start "$work/kafka") || fail "the single Kafka node did not start"
-seeds=${seeds#TEST_KAFKA_SEEDS=}
+KAFKA_READY_TIMEOUT=300s start_kafka || fail "the single Kafka node did not start"
 cseeds=$(KAFKA_LINK_LATENCY=$LATENCY scripts/kafka.sh start-cluster "$work/cluster") || fail "the Kafka cluster did not start; its logs were printed above"
 cseeds=${cseeds#TEST_KAFKA_SEEDS=}
 

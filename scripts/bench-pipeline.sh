@@ -38,6 +38,8 @@
 # competes for the cores. The script prints the load average before each run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source-path=SCRIPTDIR/..
+. scripts/lib.sh
 if [ "${HALF_PEAK:-}" = 1 ] && { [ "${SEPARATE:-}" = 1 ] || [ -n "${EXTRA:-}${BUILDS:-}${VARIANTS:-}" ] || [[ " ${MODES:-single batch} " != *" single "* ]]; }; then
 	echo "HALF_PEAK=1 needs mode single among MODES, embedded roles (no SEPARATE) and no EXTRA, BUILDS or VARIANTS: it sets the rate itself" >&2
 	exit 2
@@ -47,32 +49,17 @@ MODES=${MODES:-single batch}
 DURATION=${DURATION:-30s}
 EXTRA=${EXTRA:-}
 OUT=${OUT:-.cache/bench-pipeline/$(date -u +%Y%m%dT%H%M%SZ)}
-work=$(mktemp -d -t doclog-bench-pipeline.XXXXXX)
-chmod 755 "$work"
-cleanup() {
-	scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
-	scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+new_work bench-pipeline
+trap stop_services EXIT
 
-scripts/pg.sh install
-db=$(scripts/pg.sh start "$work/pg" fsync)
-db=${db#DATABASE_URL=}
-# Statements per operation come from pg_stat_statements, which must be
-# preloaded: set it and restart the cluster once.
+start_postgres
+# Statements per operation come from pg_stat_statements.
 if command -v psql >/dev/null; then
-	psql "$db" -qc "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"
-	scripts/pg.sh stop "$work/pg"
-	db=$(scripts/pg.sh start "$work/pg" fsync)
-	db=${db#DATABASE_URL=}
-	psql "$db" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
+	preload_pg_stat_statements
 else
 	echo "psql not found: statements per operation will be unknown" >&2
 fi
-scripts/kafka.sh install
-seeds=$(scripts/kafka.sh start "$work/kafka")
-seeds=${seeds#TEST_KAFKA_SEEDS=}
+start_kafka
 # builds: "." is the work tree, built into $work; a commit is built from
 # its archive into $work/build-<commit>.
 read -r -a builds <<<"${BUILDS:-.}"
@@ -110,31 +97,15 @@ cat "$OUT/machine.txt"
 # run_separate MODE NAME FLAGS: one run against the roles as three
 # processes of $bin, its report OUT/NAME.json.
 run_separate() {
-	local mode=$1 name=$2 flags=$3 prefix="bench-$2-$$." pids=() role port=0
+	local mode=$1 name=$2 flags=$3 prefix="bench-$2-$$."
 	prefix=${prefix//[^A-Za-z0-9._-]/_}
-	"$bin/doclog" migrate --database-url "$db" >/dev/null
-	for role in ingest executor projectors; do
-		port=$((port + 1))
-		DOCLOG_DATABASE_URL="$db" DOCLOG_KAFKA_SEEDS="$seeds" DOCLOG_TOPICS_PREFIX="$prefix" \
-			DOCLOG_TOPICS_JOBS_PARTITIONS=4 DOCLOG_TOPICS_REPLICATION_FACTOR=1 DOCLOG_TOPICS_MIN_INSYNC_REPLICAS=1 \
-			DOCLOG_HTTP_ADDR=127.0.0.1:$((18080 + port)) DOCLOG_OPS_ADDR=127.0.0.1:$((19090 + port)) \
-			"$bin/doclog" serve --roles="$role" >"$OUT/$name-$role.log" 2>&1 &
-		pids+=($!)
-	done
-	for port in 19091 19092 19093; do
-		for _ in $(seq 1 120); do
-			curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-			sleep 0.5
-		done
-		curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { echo "a role on :$port is not ready; see $OUT" >&2; kill "${pids[@]}"; return 1; }
-	done
+	start_roles "$bin/doclog" "$prefix" 18080 19090 "$OUT/$name-"
 	warm_up --ingest-url http://127.0.0.1:18081 --topics-prefix "$prefix"
 	# shellcheck disable=SC2086 # flags is a list of flags
 	"$bin/doclogctl" bench --baseline --mode "$mode" --duration "$DURATION" \
 		--ingest-url http://127.0.0.1:18081 --database-url "$db" --kafka-seeds "$seeds" --topics-prefix "$prefix" \
 		--drain 5m -o json $flags >"$OUT/$name.json" || echo "run $name did not drain; its report is kept" >&2
-	kill -TERM "${pids[@]}"
-	wait "${pids[@]}" 2>/dev/null || true
+	stop_roles
 }
 
 # warm_up [ARGS...]: an unmeasured run, its report discarded.

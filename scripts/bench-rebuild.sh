@@ -12,26 +12,12 @@
 # stopped after.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-work=$(mktemp -d -t doclog-bench-rebuild.XXXXXX)
-chmod 755 "$work"
-started=
-cleanup() {
-	if [ -n "$started" ]; then
-		scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
-		scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-if [ -z "${TEST_DATABASE_URL:-}" ] || [ -z "${TEST_KAFKA_SEEDS:-}" ]; then
-	started=1
-	scripts/pg.sh install
-	pg=$(scripts/pg.sh start "$work/pg" fsync)
-	export TEST_DATABASE_URL=${pg#DATABASE_URL=}
-	scripts/kafka.sh install
-	seeds=$(scripts/kafka.sh start "$work/kafka")
-	export TEST_KAFKA_SEEDS=${seeds#TEST_KAFKA_SEEDS=}
-fi
+# shellcheck source-path=SCRIPTDIR/..
+. scripts/lib.sh
+new_work bench-rebuild
+trap stop_services EXIT
+use_services "${TEST_DATABASE_URL:-}" "${TEST_KAFKA_SEEDS:-}"
+export TEST_DATABASE_URL=$db TEST_KAFKA_SEEDS=$seeds
 export DOCLOG_BENCH_REBUILD_OPS=${OPS:-1000000}
 [ "${COMPARE:-1}" = 0 ] || export DOCLOG_BENCH_REBUILD_COMPARE=1
 echo "commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%M:%SZ), $DOCLOG_BENCH_REBUILD_OPS operations; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

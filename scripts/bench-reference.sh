@@ -21,6 +21,8 @@
 # .cache/bench-w1/<UTC time>).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source-path=SCRIPTDIR/..
+. scripts/lib.sh
 RUNS=${RUNS:-1}
 MODES=${MODES:-single batch}
 DOCUMENTS=${DOCUMENTS:-200}
@@ -28,17 +30,8 @@ ACTIONS=${ACTIONS:-50}
 ROUNDS=${ROUNDS:-1}
 OUT=${OUT:-.cache/bench-w1/$(date -u +%Y%m%dT%H%M%SZ)}
 ref=.cache/reference-reactor
-work=$(mktemp -d -t doclog-bench-w1.XXXXXX)
-chmod 755 "$work"
-started=
-cleanup() {
-	if [ -n "$started" ]; then
-		scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
-		scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+new_work bench-w1
+trap stop_services EXIT
 
 command -v node >/dev/null || { echo "node not found: the reference reactor runs on Node.js" >&2; exit 1; }
 command -v jq >/dev/null || { echo "jq not found: the summary needs it" >&2; exit 1; }
@@ -52,26 +45,13 @@ if ! cmp -s scripts/reference/package-lock.json "$ref/package-lock.json" || [ ! 
 fi
 cp scripts/reference/w1.mjs "$ref/w1.mjs"
 
-if [ -n "${DATABASE_URL:-}" ] && [ -n "${KAFKA_SEEDS:-}" ]; then
-	db=$DATABASE_URL seeds=$KAFKA_SEEDS
-else
-	started=1
-	scripts/pg.sh install
-	db=$(scripts/pg.sh start "$work/pg" fsync)
-	db=${db#DATABASE_URL=}
-	scripts/kafka.sh install
-	seeds=$(scripts/kafka.sh start "$work/kafka")
-	seeds=${seeds#TEST_KAFKA_SEEDS=}
-fi
+use_services "${DATABASE_URL:-}" "${KAFKA_SEEDS:-}"
 go build -o "$work/doclogctl" ./cmd/doclogctl
 mkdir -p "$OUT"
 {
-	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	echo "cpu: $(nproc) × $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
-	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), $(go version | cut -d' ' -f3-), node $(node --version)"
-	echo "postgres: $(psql "$db" -Atc 'SHOW server_version' 2>/dev/null || echo unknown), fsync $(psql "$db" -Atc 'SHOW fsync' 2>/dev/null || echo unknown)"
+	scripts/machine.sh "$db"
+	echo "node: $(node --version)"
 	echo "reactor: $(node -p "require('./$ref/node_modules/@powerhousedao/reactor/package.json').version")"
-	echo "commit: $(git rev-parse --short HEAD)"
 	echo "workload: W1 fixed, $DOCUMENTS documents × $ACTIONS actions × $ROUNDS round(s)"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"

@@ -18,68 +18,40 @@
 # noise in every series.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source-path=SCRIPTDIR/..
+. scripts/lib.sh
 DURATION=${DURATION:-30m}
 INTERVAL=${INTERVAL:-10s}
 WARMUP=${WARMUP:-1m}
 PEAK_DURATION=${PEAK_DURATION:-30s}
 RATE=${RATE:-}
 OUT=${OUT:-.cache/soak/$(date -u +%Y%m%dT%H%M%SZ)}
-work=$(mktemp -d -t doclog-soak.XXXXXX)
-chmod 755 "$work"
-pids=()
+new_work soak
 cleanup() {
-	[ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
-	[ ${#pids[@]} -eq 0 ] || wait "${pids[@]}" 2>/dev/null || true
-	scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
-	scripts/pg.sh stop "$work/pg" >/dev/null 2>&1 || true
-	rm -rf "$work"
+	stop_roles 2>/dev/null || true
+	stop_services
 }
 trap cleanup EXIT
 
-scripts/pg.sh install
-db=$(scripts/pg.sh start "$work/pg" fsync)
-db=${db#DATABASE_URL=}
-scripts/kafka.sh install
-seeds=$(scripts/kafka.sh start "$work/kafka")
-seeds=${seeds#TEST_KAFKA_SEEDS=}
+start_postgres
+start_kafka
 go build -o "$work/doclogctl" ./cmd/doclogctl
 go build -o "$work/doclog" ./cmd/doclog
 go build -o "$work/soakreport" ./cmd/soakreport
 mkdir -p "$OUT"
 {
-	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	echo "cpu: $(nproc) × $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
-	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), $(go version | cut -d' ' -f3-)"
-	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
-	echo "postgres: $(psql --version 2>/dev/null || ls -d /usr/lib/postgresql/*/ | head -n1), fsync on"
-	echo "commit: $(git rev-parse --short HEAD)"
+	scripts/machine.sh
 	echo "roles: separate processes"
 	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
 
 prefix="soak-$$."
-"$work/doclog" migrate --database-url "$db" >/dev/null
-port=0
-for role in ingest executor projectors; do
-	port=$((port + 1))
-	# Ingest's backpressure is off: the soak holds a steady load to see
-	# whether anything grows, and refusals would shed the load a growing
-	# backlog shows as lag.
-	DOCLOG_INGEST_MAX_EXECUTOR_LAG=-1s DOCLOG_INGEST_MAX_EXECUTOR_LAG_RECORDS=-1 \
-		DOCLOG_DATABASE_URL="$db" DOCLOG_KAFKA_SEEDS="$seeds" DOCLOG_TOPICS_PREFIX="$prefix" \
-		DOCLOG_TOPICS_JOBS_PARTITIONS=4 DOCLOG_TOPICS_REPLICATION_FACTOR=1 DOCLOG_TOPICS_MIN_INSYNC_REPLICAS=1 \
-		DOCLOG_HTTP_ADDR=127.0.0.1:$((18180 + port)) DOCLOG_OPS_ADDR=127.0.0.1:$((19190 + port)) \
-		"$work/doclog" serve --roles="$role" >"$OUT/$role.log" 2>&1 &
-	pids+=($!)
-done
-for port in 19191 19192 19193; do
-	for _ in $(seq 1 120); do
-		curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-		sleep 0.5
-	done
-	curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { echo "a role on :$port is not ready; see $OUT" >&2; exit 1; }
-done
+# Ingest's backpressure is off: the soak holds a steady load to see
+# whether anything grows, and refusals would shed the load a growing
+# backlog shows as lag.
+start_roles "$work/doclog" "$prefix" 18180 19190 "$OUT/" \
+	DOCLOG_INGEST_MAX_EXECUTOR_LAG=-1s DOCLOG_INGEST_MAX_EXECUTOR_LAG_RECORDS=-1
 bench=("$work/doclogctl" bench --mode single --ingest-url http://127.0.0.1:18181 --database-url "$db"
 	--kafka-seeds "$seeds" --topics-prefix "$prefix" -o json)
 
@@ -101,9 +73,7 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 jq -r '"soak: \(.submitted.jobs) jobs acknowledged, \(.submitFailures) refused or failed, drained: \(.drained)"' \
 	"$OUT/soak.json" | tee -a "$OUT/machine.txt" >&2 || echo "the soak gave no report; see $OUT" >&2
 echo "rate: $RATE operations/s, duration $DURATION, interval $INTERVAL" >>"$OUT/machine.txt"
-kill -TERM "${pids[@]}"
-wait "${pids[@]}" 2>/dev/null || true
-pids=()
+stop_roles
 
 status=0
 "$work/soakreport" --series "$OUT/series.csv" --png "$OUT/soak.png" --warmup "$WARMUP" \
