@@ -43,7 +43,8 @@ command -v jq >/dev/null || { echo "bench-cluster: jq is needed for the summary:
 [[ " $MODES " == *" single "* ]] || [ "$HALF_PEAK" != 1 ] || { echo "bench-cluster: HALF_PEAK=1 needs mode single among MODES" >&2; exit 2; }
 new_work bench-cluster
 cleanup() {
-	[ -f "$work/pgproxy.pid" ] && kill -TERM "$(cat "$work/pgproxy.pid")" 2>/dev/null
+	# A proxy already gone must not stop the cleanup before the cluster.
+	{ [ -f "$work/pgproxy.pid" ] && kill -TERM "$(cat "$work/pgproxy.pid")" 2>/dev/null; } || true
 	scripts/kafka.sh stop-cluster "$work/cluster" >/dev/null 2>&1 || true
 	stop_services
 }

@@ -50,7 +50,8 @@ DURATION=${DURATION:-30s}
 EXTRA=${EXTRA:-}
 OUT=${OUT:-.cache/bench-pipeline/$(date -u +%Y%m%dT%H%M%SZ)}
 new_work bench-pipeline
-trap stop_services EXIT
+# Roles of a SEPARATE=1 run that an error left running are stopped too.
+trap 'stop_roles || true; stop_services' EXIT
 
 start_postgres
 # Statements per operation come from pg_stat_statements.
