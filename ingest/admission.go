@@ -8,18 +8,41 @@ import (
 	"time"
 
 	"github.com/doclog/doclog/kafka"
+	"github.com/doclog/doclog/record"
 )
 
 // Backlog is the executor group's backlog on the jobs topic, kept current
 // in the background so that a submit reads it from memory;
 // *kafka.BacklogWatcher implements it. A submit reserves its jobs before it
 // is admitted (Reserve), releases them once refused or produced (Release),
-// and reports those produced (Produced), which the next measurement counts.
+// and reports those produced with their weight (Produced), which the next
+// measurement counts.
 type Backlog interface {
 	Backlog() kafka.Backlog
 	Reserve(n int)
 	Release(n int)
-	Produced(n int)
+	Produced(records, weight int)
+}
+
+// jobOverhead is what a job costs the executors beyond its operations, in
+// operations: on the two-core machine of docs/benchmarks.md jobs of one
+// action drain at about 4,000 a second and jobs of fifty at about 320
+// (16,000 operations a second), about three operations' worth a job.
+const jobOverhead = 3
+
+// unmeasuredWork bounds the work waiting, in jobWeight's operations, while
+// the group's capacity is not known yet (it is measured once the group has
+// been busy for half a second): about half a second of the executors' work
+// at the rates of docs/benchmarks.md. Without it, only the age bound held a
+// closed loop starting on an idle group, and the first second admitted
+// 1,700 jobs of fifty actions, four seconds of work.
+const unmeasuredWork = 8000
+
+// jobWeight is the work a job stands for in the backlog's capacity: its
+// operations (a job of none, a creation or a branch job, writes about one)
+// and the overhead of a job.
+func jobWeight(j *record.Job) int {
+	return max(1, len(j.Actions)+len(j.Operations)) + jobOverhead
 }
 
 // The reasons a submit is refused for the backlog, the label of
@@ -58,10 +81,15 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Dura
 	// The age alone passes the bound only once jobs have waited that long,
 	// and a closed loop admitted until then has queued many times the
 	// bound's worth of work: every job it queued then waits for all of it.
-	// The work ahead, at the capacity, is refused before it ages. At least
-	// one job may always wait, so that a slow group is never left idle.
-	if maxLag > 0 && b.Capacity > 0 {
-		allowed = max(int64(maxLag.Seconds()*b.Capacity), 1)
+	// The work ahead, at the capacity, is refused before it ages; before a
+	// capacity is measured, past unmeasuredWork. At least one job may
+	// always wait, so that a slow group is never left idle.
+	if maxLag > 0 {
+		if b.Capacity > 0 {
+			allowed = max(int64(maxLag.Seconds()*b.Capacity), 1)
+		} else {
+			allowed = max(int64(unmeasuredWork/max(b.Weight, 1)), 1)
+		}
 		if b.Records-allowed > excess {
 			excess, bound, ahead = b.Records-allowed, boundSeconds, true
 		}
@@ -78,8 +106,10 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Dura
 		msg += fmt.Sprintf(" (about %s of work at the %.0f jobs/s they drain)", round(seconds), b.Capacity)
 	}
 	switch {
-	case bound == boundSeconds && ahead:
+	case bound == boundSeconds && ahead && b.Capacity > 0:
 		msg += fmt.Sprintf(", more than the %d they drain in the bound of %s", allowed, maxLag)
+	case bound == boundSeconds && ahead:
+		msg += fmt.Sprintf(", more than the %d that may wait before their drain rate is known", allowed)
 	case bound == boundSeconds:
 		msg += fmt.Sprintf(", %d of them waiting longer than the bound of %s", b.Older, maxLag)
 	default:
@@ -156,14 +186,14 @@ func (h *Handler) refusedForBacklog(w http.ResponseWriter, r *http.Request, n in
 	return true
 }
 
-// settleReservation releases the reservation of one admitted job once its
+// settleReservation releases the reservation of an admitted job once its
 // produce returned, and counts it in the backlog when it was produced (ok).
-func (h *Handler) settleReservation(ok bool) {
+func (h *Handler) settleReservation(job *record.Job, ok bool) {
 	if h.backlog == nil {
 		return
 	}
 	h.backlog.Release(1)
 	if ok {
-		h.backlog.Produced(1)
+		h.backlog.Produced(1, jobWeight(job))
 	}
 }

@@ -32,6 +32,14 @@ func TestAdmission(t *testing.T) {
 			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
 			message: "the executors are 1500 jobs behind (about 1.5s of work at the 1000 jobs/s they drain), more than the 500 they drain in the bound of 500ms; nothing was produced: retry after 1s",
 		},
+		{
+			// No capacity measured yet: jobs of 50 actions weigh 53, and
+			// 8,000 of that may wait, 150 jobs.
+			name: "before the capacity is known, the work waiting is bounded", b: kafka.Backlog{Records: 200, Weight: 53, MeasuredAt: now},
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
+			message: "the executors are 200 jobs behind, more than the 150 that may wait before their drain rate is known; nothing was produced: retry after 1s",
+		},
+		{name: "before the capacity is known, light jobs pass", b: kafka.Backlog{Records: 1900, Weight: 4, MeasuredAt: now}, maxRecords: 100000, maxLag: 500 * time.Millisecond},
 		{name: "a slow group may always hold one job", b: kafka.Backlog{Records: 1, Capacity: 0.5, MeasuredAt: now}, maxRecords: 100000, maxLag: 500 * time.Millisecond},
 		{
 			name: "a slow group's second job waits", b: kafka.Backlog{Records: 3, Capacity: 0.5, MeasuredAt: now},

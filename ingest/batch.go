@@ -118,7 +118,7 @@ func (h *Handler) submitBatch(w http.ResponseWriter, r *http.Request) {
 		if recs[i] == nil {
 			continue
 		}
-		h.settleReservation(err == nil)
+		h.settleReservation(jobs[i], err == nil)
 		if err != nil {
 			h.logJob(zap.ErrorLevel, "produce job", jobs[i], httpapi.RequestIDField(r), zap.Int("batch_index", i), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 			e := produceError(err, jobs[i], recs[i])

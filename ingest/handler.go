@@ -386,7 +386,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, jobID string, s
 	defer cancel()
 	start := time.Now()
 	err := h.produce(ctx, rec)
-	h.settleReservation(err == nil)
+	h.settleReservation(job, err == nil)
 	if err != nil {
 		h.logJob(zap.ErrorLevel, "produce job", job, httpapi.RequestIDField(r), zap.Error(err), zap.Duration("elapsed", time.Since(start)))
 		writeError(w, produceError(err, job, rec))

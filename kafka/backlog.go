@@ -60,10 +60,14 @@ type Backlog struct {
 	Rate float64
 	// Capacity is the fastest Rate measured in the last two seconds
 	// during which the group stayed busy (records waiting throughout):
-	// what it drains when it has work. 0 until such a rate was measured; when the
+	// what it drains when it has work, in records of the weight produced
+	// lately (see Produced). 0 until such a rate was measured; when the
 	// group stalls it keeps its last value, since a stalled group's
 	// backlog is no less work.
 	Capacity float64
+	// Weight is the weight of a record produced lately (see Produced), 1
+	// while none was reported.
+	Weight float64
 	// MeasuredAt is when the measurement was taken; zero before the first.
 	MeasuredAt time.Time
 }
@@ -117,15 +121,21 @@ type BacklogWatcher struct {
 	cfg BacklogConfig
 	adm *kadm.Client
 
-	produced atomic.Int64 // records reported produced, ever
-	reserved atomic.Int64 // records reserved and not released
-	last     atomic.Pointer[measurement]
+	produced       atomic.Int64 // records reported produced, ever
+	producedWeight atomic.Int64 // their weight
+	reserved       atomic.Int64 // records reserved and not released
+	last           atomic.Pointer[measurement]
 
 	// The measuring goroutine's own state.
 	samples  []sample // the last rateWindow or so of measurements
 	peaks    []peak   // busy drain rates of the last capacityWindow
 	failures int      // consecutive failed measurements
-	moved    map[int32]position
+	// perRecord is the weight per record of what this process produced
+	// lately (0: none reported, each record weighs 1), from the counters
+	// as they were at the last measurement (weighed).
+	perRecord               float64
+	weighed, weighedRecords int64
+	moved                   map[int32]position
 
 	mu      sync.Mutex
 	started bool
@@ -152,8 +162,10 @@ type sample struct {
 }
 
 type peak struct {
-	at   time.Time
-	rate float64
+	at time.Time
+	// work is the drain rate in weight per second: the records' rate at
+	// the weight per record of the time.
+	work float64
 }
 
 // NewBacklogWatcher checks cfg and returns a watcher; Start starts it.
@@ -216,9 +228,23 @@ func (w *BacklogWatcher) Stop(ctx context.Context) error {
 	}
 }
 
-// Produced reports n records produced to the topic by this process since
-// the last measurement could see them.
-func (w *BacklogWatcher) Produced(n int) { w.produced.Add(int64(n)) }
+// Produced reports records produced to the topic by this process since
+// the last measurement could see them, and the work they stand for in the
+// caller's own unit (weight; 0 counts each record as 1).
+//
+// The drain rate is measured in records, but the group's speed is in work:
+// the same executors drain thousands of jobs of one action a second and a
+// few hundred of fifty. Each busy drain rate is kept as work per second, at
+// the work per record of what was produced then, and the capacity is that
+// work at the work per record produced now, so that a capacity measured on
+// small records does not let through seconds of large ones.
+func (w *BacklogWatcher) Produced(records, weight int) {
+	if weight <= 0 {
+		weight = records
+	}
+	w.produced.Add(int64(records))
+	w.producedWeight.Add(int64(weight))
+}
 
 // Reserve counts n records this process is about to produce in Backlog at
 // once, until Release takes them out again (then Produced counts those that
@@ -299,6 +325,7 @@ func (w *BacklogWatcher) measure(ctx context.Context) {
 		return
 	}
 	w.failures = 0
+	w.weigh()
 	now := time.Now()
 	s := sample{at: now}
 	var older int64
@@ -325,6 +352,34 @@ func (w *BacklogWatcher) measure(ctx context.Context) {
 	w.last.Store(&measurement{Backlog: b, produced: produced})
 }
 
+// weigh updates the weight per record from what was produced since the last
+// measurement: at once when it rose, halfway when it fell, so that heavier
+// records are counted as such from the first measurement and lighter ones
+// let more through only over a few; a measurement with nothing produced
+// keeps the last figure.
+func (w *BacklogWatcher) weigh() {
+	records, weight := w.produced.Load(), w.producedWeight.Load()
+	dr, dw := records-w.weighedRecords, weight-w.weighed
+	w.weighedRecords, w.weighed = records, weight
+	if dr <= 0 || dw <= 0 {
+		return
+	}
+	x := float64(dw) / float64(dr)
+	if x >= w.perRecord {
+		w.perRecord = x
+		return
+	}
+	w.perRecord = (w.perRecord + x) / 2
+}
+
+// weightPerRecord is perRecord, 1 while none was reported.
+func (w *BacklogWatcher) weightPerRecord() float64 {
+	if w.perRecord <= 0 {
+		return 1
+	}
+	return w.perRecord
+}
+
 // add records a sample and derives the backlog from it: the drain rate over
 // the last rateWindow, and the capacity from the rates of windows the group
 // was busy throughout.
@@ -334,7 +389,7 @@ func (w *BacklogWatcher) add(s sample) Backlog {
 	for len(w.samples) > 2 && s.at.Sub(w.samples[1].at) >= rateWindow {
 		w.samples = w.samples[1:]
 	}
-	b := Backlog{Records: s.lag, MeasuredAt: s.at}
+	b := Backlog{Records: s.lag, Weight: w.weightPerRecord(), MeasuredAt: s.at}
 	first := w.samples[0]
 	if span := s.at.Sub(first.at); span > 0 && s.committed >= first.committed {
 		b.Rate = float64(s.committed-first.committed) / span.Seconds()
@@ -343,7 +398,7 @@ func (w *BacklogWatcher) add(s sample) Backlog {
 			busy = busy && x.lag > 0
 		}
 		if busy && b.Rate > 0 {
-			w.peaks = append(w.peaks, peak{at: s.at, rate: b.Rate})
+			w.peaks = append(w.peaks, peak{at: s.at, work: b.Rate * w.weightPerRecord()})
 		}
 	}
 	// A group that stalls adds no peaks, so it keeps its last capacity.
@@ -354,7 +409,7 @@ func (w *BacklogWatcher) add(s sample) Backlog {
 		}
 	}
 	for _, p := range w.peaks {
-		b.Capacity = max(b.Capacity, p.rate)
+		b.Capacity = max(b.Capacity, p.work/w.weightPerRecord())
 	}
 	return b
 }

@@ -63,9 +63,9 @@ func TestBacklogRateAndCapacity(t *testing.T) {
 func TestBacklogBetweenMeasurements(t *testing.T) {
 	w := &BacklogWatcher{}
 	require.True(t, w.Backlog().MeasuredAt.IsZero(), "no measurement yet")
-	w.Produced(5)
+	w.Produced(5, 0)
 	w.last.Store(&measurement{Backlog: Backlog{Records: 100, MeasuredAt: time.Now()}, produced: 3})
-	w.Produced(40)
+	w.Produced(40, 0)
 	require.Equal(t, int64(100+2+40), w.Backlog().Records)
 
 	w.last.Store(&measurement{Backlog: Backlog{Records: 100, Rate: 1000, MeasuredAt: time.Now().Add(-time.Second)}, produced: w.produced.Load()})
@@ -82,7 +82,7 @@ func TestBacklogCountsReservations(t *testing.T) {
 	require.Equal(t, int64(13), w.Backlog().Records)
 	// Two produced, one given up.
 	w.Release(2)
-	w.Produced(2)
+	w.Produced(2, 0)
 	w.Release(1)
 	require.Equal(t, int64(12), w.Backlog().Records)
 	// A measurement taken while a reservation is in flight.
@@ -90,6 +90,46 @@ func TestBacklogCountsReservations(t *testing.T) {
 	w.last.Store(&measurement{Backlog: Backlog{Records: 12, MeasuredAt: time.Now()}, produced: w.produced.Load()})
 	require.Equal(t, int64(17), w.Backlog().Records)
 	w.Release(5)
-	w.Produced(5)
+	w.Produced(5, 0)
 	require.Equal(t, int64(17), w.Backlog().Records, "produced after the measurement: counted until the next one")
+}
+
+// The capacity is kept as work: measured while records of weight 1 were
+// produced, it stands for fewer records once records of 50 are, and for the
+// measured number again once those are produced no more.
+func TestBacklogCapacityFollowsTheWeightOfRecords(t *testing.T) {
+	w := &BacklogWatcher{}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	// Busy with light records: 200 committed per 100 ms.
+	w.Produced(1000, 1000)
+	w.weigh()
+	var b Backlog
+	for i := 0; i <= 10; i++ {
+		b = w.add(sample{at: at(100 * i), committed: int64(200 * i), lag: 500})
+	}
+	require.InDelta(t, 2000, b.Capacity, 1)
+	// Idle, then records of weight 50 are produced: the capacity measured
+	// on light ones is 2,000 of weight 1 a second, 40 of these.
+	w.Produced(100, 5000)
+	w.weigh()
+	b = w.add(sample{at: at(1200), committed: 2000, lag: 0})
+	require.InDelta(t, 40, b.Capacity, 1)
+	s, ok := b.Seconds()
+	require.True(t, ok)
+	require.Zero(t, s)
+	// Light records again: the weight per record falls back, smoothed.
+	w.Produced(1000, 1000)
+	w.weigh()
+	w.weigh() // a measurement with nothing produced keeps the figure
+	require.InDelta(t, 25.5, w.weightPerRecord(), 0.01)
+	w.Produced(1000, 1000)
+	w.weigh()
+	w.Produced(1000, 1000)
+	w.weigh()
+	require.Less(t, w.weightPerRecord(), 8.0)
+	// Heavier again: counted at once.
+	w.Produced(10, 500)
+	w.weigh()
+	require.InDelta(t, 50, w.weightPerRecord(), 0.01)
 }
