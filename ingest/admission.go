@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/doclog/doclog/kafka"
@@ -56,6 +57,10 @@ const (
 // stalled group's whole backlog asks again within a minute.
 const maxRetryAfter = time.Minute
 
+// maxSpread bounds how far past the excess's own wait a refused client's
+// slot may be (retrySlots).
+const maxSpread = 2 * time.Second
+
 // admission decides whether a submit may go ahead given the backlog b:
 // nil when it may, else the 429 to answer, with the wait to advise (at
 // least floor) and the bound passed. The time bound is passed when jobs
@@ -63,8 +68,11 @@ const maxRetryAfter = time.Minute
 // watcher), or when the jobs waiting are more than the group drains in
 // maxLag at its capacity (a job admitted now would wait longer); the
 // records bound when the backlog exceeds it. A measurement older than stale
-// (or none) is not acted on.
-func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Duration, now time.Time) (e *APIError, retryAfter time.Duration, bound string) {
+// (or none) is not acted on. spread, when set, turns the wait the excess
+// needs into the one advised (retrySlots.wait).
+func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Duration, now time.Time,
+	spread func(d time.Duration, rate float64) time.Duration,
+) (e *APIError, retryAfter time.Duration, bound string) {
 	if b.MeasuredAt.IsZero() || now.Sub(b.MeasuredAt) > stale {
 		return nil, 0, ""
 	}
@@ -101,6 +109,9 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Dura
 		return nil, 0, ""
 	}
 	retryAfter = retryAfterFor(float64(excess), b, floor)
+	if spread != nil {
+		retryAfter = spread(retryAfter, drainRate(b))
+	}
 	msg := fmt.Sprintf("the executors are %d jobs behind", b.Records)
 	if seconds, known := b.Seconds(); known {
 		msg += fmt.Sprintf(" (about %s of work at the %.0f jobs/s they drain)", round(seconds), b.Capacity)
@@ -125,10 +136,7 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Dura
 // rate gets one second: it may be back at any moment, and a refusal costs
 // little.
 func retryAfterFor(excess float64, b kafka.Backlog, floor time.Duration) time.Duration {
-	rate := b.Capacity
-	if rate <= 0 {
-		rate = b.Rate
-	}
+	rate := drainRate(b)
 	if rate <= 0 {
 		return time.Second
 	}
@@ -137,6 +145,48 @@ func retryAfterFor(excess float64, b kafka.Backlog, floor time.Duration) time.Du
 		return maxRetryAfter
 	}
 	return max(time.Duration(ms)*time.Millisecond, floor)
+}
+
+// drainRate is the group's capacity, else its current rate; 0 when neither
+// is known.
+func drainRate(b kafka.Backlog) float64 {
+	if b.Capacity > 0 {
+		return b.Capacity
+	}
+	return b.Rate
+}
+
+// retrySlots spreads the clients that refusals send away over the group's
+// drain. Told only when the excess will have drained, every client refused
+// meanwhile comes back at that moment, finds room for a few, and the rest
+// are refused again: a closed loop of 200 clients sent each job about four
+// times, the refusals (each a decoded and validated request) costing the
+// executors' cores. Instead each refused client is given the next slot: no
+// sooner than the excess needs, and one slot's drain time (its jobs at the
+// group's rate) after the previous client's, up to maxSpread past what the
+// excess needs, so that clients retrying without waiting cannot push the
+// others' slots out of reach.
+type retrySlots struct {
+	mu   sync.Mutex
+	next time.Time // the first free slot
+}
+
+// wait is the wait to advise a client of jobs jobs refused at now, of at
+// least d, the group draining rate jobs a second (0: unknown, no spreading).
+func (s *retrySlots) wait(now time.Time, d time.Duration, jobs int, rate float64) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := now.Add(d)
+	if s.next.After(at) {
+		at = s.next
+		if limit := now.Add(d + maxSpread); at.After(limit) {
+			at = limit
+		}
+	}
+	if rate > 0 {
+		s.next = at.Add(time.Duration(float64(jobs) / rate * float64(time.Second)))
+	}
+	return min(at.Sub(now), maxRetryAfter)
 }
 
 // retryHeaders sets the two forms of a wait: Retry-After in whole seconds,
@@ -175,7 +225,9 @@ func (h *Handler) refusedForBacklog(w http.ResponseWriter, r *http.Request, n in
 	}
 	stale := max(10*h.cfg.ExecutorLagInterval, 5*time.Second)
 	floor := max(h.cfg.ExecutorLagInterval, 10*time.Millisecond)
-	e, retryAfter, bound := admission(h.backlog.Backlog(), h.cfg.MaxExecutorLagRecords, h.cfg.MaxExecutorLag, stale, floor, time.Now())
+	now := time.Now()
+	spread := func(d time.Duration, rate float64) time.Duration { return h.slots.wait(now, d, max(n, 1), rate) }
+	e, retryAfter, bound := admission(h.backlog.Backlog(), h.cfg.MaxExecutorLagRecords, h.cfg.MaxExecutorLag, stale, floor, now, spread)
 	if e == nil {
 		return false
 	}

@@ -95,7 +95,7 @@ func TestAdmission(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, retryAfter, bound := admission(tc.b, tc.maxRecords, tc.maxLag, stale, 100*time.Millisecond, now)
+			e, retryAfter, bound := admission(tc.b, tc.maxRecords, tc.maxLag, stale, 100*time.Millisecond, now, nil)
 			if tc.retryAfter == 0 {
 				require.Nil(t, e)
 				require.Zero(t, retryAfter)
@@ -128,4 +128,34 @@ func TestRetryHeaders(t *testing.T) {
 		require.Equal(t, tc.after, h.Get("Retry-After"), "%s: whole seconds, rounded up", tc.wait)
 		require.Equal(t, tc.ms, h.Get("Retry-After-Ms"), tc.wait)
 	}
+}
+
+// Clients refused together are given slots one after another at the
+// group's drain rate, each no sooner than the excess needs.
+func TestRetrySlotsSpreadARefusedCrowd(t *testing.T) {
+	var s retrySlots
+	now := time.Now()
+	const rate = 100 // jobs a second: a job's slot is 10ms
+	var waits []time.Duration
+	for range 5 {
+		waits = append(waits, s.wait(now, 200*time.Millisecond, 1, rate))
+	}
+	require.Equal(t, []time.Duration{200 * time.Millisecond, 210 * time.Millisecond, 220 * time.Millisecond, 230 * time.Millisecond, 240 * time.Millisecond}, waits)
+	// A batch of 20 jobs takes 20 slots.
+	require.Equal(t, 250*time.Millisecond, s.wait(now, 100*time.Millisecond, 20, rate))
+	require.Equal(t, 450*time.Millisecond, s.wait(now, 100*time.Millisecond, 1, rate))
+	// Later, once the slots have passed, the wait is the excess's again.
+	later := now.Add(time.Second)
+	require.Equal(t, 100*time.Millisecond, s.wait(later, 100*time.Millisecond, 1, rate))
+	// No rate known: nothing to spread by.
+	var u retrySlots
+	require.Equal(t, time.Second, u.wait(now, time.Second, 1, 0))
+	require.Equal(t, time.Second, u.wait(now, time.Second, 1, 0))
+	// However many were refused before, a slot is at most maxSpread past
+	// the excess's wait: clients that do not wait cannot push it further.
+	var c retrySlots
+	for range 200 {
+		c.wait(now, time.Second, 100, 10)
+	}
+	require.Equal(t, time.Second+maxSpread, c.wait(now, time.Second, 1, 10))
 }

@@ -115,6 +115,7 @@ type Handler struct {
 	results   ResultReader
 	readReady ReadReadiness
 	backlog   Backlog
+	slots     retrySlots
 	logger    *zap.Logger
 	verifier  SignatureVerifier
 	validator *validator
