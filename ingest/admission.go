@@ -53,9 +53,12 @@ const (
 	boundRecords = "records"
 )
 
-// maxRetryAfter caps Retry-After, so that a client told to wait for a
-// stalled group's whole backlog asks again within a minute.
-const maxRetryAfter = time.Minute
+// maxRetryAfter caps Retry-After. A client told to wait for a stalled
+// group's whole backlog asks again within ten seconds: a refusal costs a
+// request, while a wait computed from a rate measured badly (a drain rate
+// of the moment a group stalled) kept clients of a group that had recovered
+// idle for tens of seconds.
+const maxRetryAfter = 10 * time.Second
 
 // maxSpread bounds how far past the excess's own wait a refused client's
 // slot may be (retrySlots).
