@@ -29,7 +29,7 @@ const (
 	// keep up (jobs wait tens of milliseconds) and keep a job's wait for an
 	// executor under a second, so that it reaches READ_READY within about
 	// one.
-	DefaultMaxExecutorLag        = 500 * time.Millisecond
+	DefaultMaxExecutorLag        = 300 * time.Millisecond
 	DefaultMaxExecutorLagRecords = 20000
 	DefaultExecutorLagInterval   = kafka.DefaultBacklogInterval
 
@@ -99,7 +99,7 @@ type Config struct {
 	// watcher behind Deps.Backlog, built with this as its MaxAge), or more
 	// jobs wait than the group drains in this time at its capacity, every
 	// submit is answered 429 executor_lag with a Retry-After, nothing
-	// produced. Default 500ms; negative: no bound.
+	// produced. Default 300ms; negative: no bound.
 	MaxExecutorLag time.Duration
 	// MaxExecutorLagRecords bounds the same backlog in jobs (records of the
 	// jobs topic), over all partitions, however young: a burst is refused

@@ -26,7 +26,7 @@ func TestConfigDefaults(t *testing.T) {
 		Addr: ":8080", JobsTopic: "doclog.jobs", MaxBodyBytes: 1 << 20, MaxBatchJobs: 1000, MaxBatchBytes: 8 << 20, MaxActionsPerJob: 100, MaxInputBytes: 256 << 10,
 		JobsRetention: 7 * 24 * time.Hour, MaxWait: 30 * time.Second, PollInterval: 100 * time.Millisecond, PollBatch: 1000,
 		ProduceTimeout: 10 * time.Second, ReadHeaderTimeout: 10 * time.Second, ShutdownTimeout: 30 * time.Second,
-		MaxExecutorLag: 500 * time.Millisecond, MaxExecutorLagRecords: 20000, ExecutorLagInterval: 100 * time.Millisecond,
+		MaxExecutorLag: 300 * time.Millisecond, MaxExecutorLagRecords: 20000, ExecutorLagInterval: 100 * time.Millisecond,
 	}, c)
 
 	for _, tc := range []struct {
