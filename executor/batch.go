@@ -234,7 +234,7 @@ func (e *Executor) gather(now time.Time) []*pending {
 			if single && docs[doc] {
 				return false
 			}
-			n := p.operations()
+			n := p.job.OperationCount()
 			if len(batch) > 0 && ops+n > e.cfg.MaxBatchOperations {
 				full = true
 				return false
@@ -249,13 +249,6 @@ func (e *Executor) gather(now time.Time) []*pending {
 		e.firstPart++
 	}
 	return batch
-}
-
-// operations is what a job counts against MaxBatchOperations: its actions,
-// or a load job's operations; a job of neither (a create or delete without
-// actions, a branch job) writes about one.
-func (p *pending) operations() int {
-	return max(1, len(p.job.Actions)+len(p.job.Operations))
 }
 
 // lookup asks the log, in one query, for the results of the batch's jobs and

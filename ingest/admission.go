@@ -40,10 +40,9 @@ const jobOverhead = 3
 const unmeasuredWork = 8000
 
 // jobWeight is the work a job stands for in the backlog's capacity: its
-// operations (a job of none, a creation or a branch job, writes about one)
-// and the overhead of a job.
+// operations and the overhead of a job.
 func jobWeight(j *record.Job) int {
-	return max(1, len(j.Actions)+len(j.Operations)) + jobOverhead
+	return j.OperationCount() + jobOverhead
 }
 
 // The reasons a submit is refused for the backlog, the label of

@@ -73,6 +73,14 @@ type Job struct {
 	Promote *Promote
 }
 
+// OperationCount is about how many operations the job writes: its actions,
+// or a load job's operations; a job of neither (a creation or deletion
+// without actions, a branch job) writes about one. The executor bounds a
+// batch by it and ingest weighs the backlog by it.
+func (j *Job) OperationCount() int {
+	return max(1, len(j.Actions)+len(j.Operations))
+}
+
 // BranchOrDefault returns the job's branch, main when empty.
 func (j *Job) BranchOrDefault() string {
 	if j.Branch == "" {

@@ -274,3 +274,11 @@ func BenchmarkDecodeJob(b *testing.B) {
 		}
 	}
 }
+
+func TestJobOperationCount(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 3, (&record.Job{Kind: record.KindMutate, Actions: make([]oplog.Action, 3)}).OperationCount())
+	require.Equal(t, 2, (&record.Job{Kind: record.KindLoad, Operations: make([]record.LoadOperation, 2)}).OperationCount())
+	require.Equal(t, 1, (&record.Job{Kind: record.KindCreate}).OperationCount(), "a creation writes its system action")
+	require.Equal(t, 1, (&record.Job{Kind: record.KindFork}).OperationCount())
+}
