@@ -17,7 +17,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultMaxPollRecords    = 500
-	DefaultHeadCacheBytes    = 8 << 20
+	DefaultHeadCacheBytes    = 64 << 20
 	DefaultReconcileInterval = 30 * time.Second
 	DefaultReconcilePageSize = 500
 	// DefaultOffsetCommitInterval: see Config.OffsetCommitInterval.
@@ -74,8 +74,12 @@ type Config struct {
 	// HeadCacheBytes bounds the verified stream states the runner keeps
 	// between batches, in bytes of canonical JSON (a held state takes
 	// about five times as much Go heap), so a batch need not read back and
-	// decode the state the runner wrote last. Default 8 MiB; negative
-	// disables it.
+	// decode the state the runner wrote last. Default 64 MiB, the
+	// executor's write cache's bound: a cache smaller than the documents
+	// in play misses on every batch (an LRU cycled through a working set a
+	// little larger than itself), and each miss decodes and re-encodes the
+	// whole state; 32 documents of 1 MB with 8 MiB ran at 93–112
+	// operations/s, with 64 MiB at 111–122. Negative disables it.
 	HeadCacheBytes int64
 	// ReconcileInterval is how often the reconciler compares the log's
 	// stream heads with the projection (a first pass runs at Start).
