@@ -32,3 +32,9 @@ func SetLogReaders(n int) int {
 	logReaders = n
 	return prev
 }
+
+// ReconcileConfirming is a periodic pass of the reconciler, which heals
+// only streams the previous periodic pass found behind too.
+func (r *Runner) ReconcileConfirming(ctx context.Context) (ReconcileReport, error) {
+	return r.reconcileReported(ctx, true)
+}

@@ -53,6 +53,9 @@ type Runner struct {
 	// write, and when the last batch transaction committed (see handle).
 	deferred map[int32]kgo.EpochOffset
 	lastTx   time.Time
+	// behind is owned by the reconcile loop's goroutine: the streams its
+	// last periodic pass found behind, with the log's head then.
+	behind map[oplog.StreamKey]int64
 }
 
 // hooks let tests stop a batch at chosen points (export_test.go).

@@ -345,6 +345,46 @@ func TestPeriodicReconcilerHealsWithoutAnyRecord(t *testing.T) {
 	b.requireIndexEqualsReplay(t, want)
 }
 
+// A periodic pass heals a stream only when the pass before found it behind
+// too and it has not moved since: once behind, its records are most often
+// on their way. An operator's pass (Reconcile) heals at once.
+func TestPeriodicReconcilerHealsWhatStaysBehind(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	cfg := b.Config(docview.Projector{}, "docview")
+	cfg.ReconcileInterval = -1 // the test runs the passes
+	r := b.Start(cfg)
+	b.NewWorkload(13).Random("lost", 6, 20) // appended, never announced
+	want, failed := b.Replay()
+	require.Empty(t, failed)
+
+	first, err := r.ReconcileConfirming(ctx)
+	require.NoError(t, err)
+	require.Positive(t, first.Behind+first.Deferred)
+	require.Zero(t, first.Healed, "found behind once: left to the records on their way")
+	require.Equal(t, len(want), first.Deferred)
+	require.False(t, b.caughtUp(t, want, false))
+
+	second, err := r.ReconcileConfirming(ctx)
+	require.NoError(t, err)
+	require.Equal(t, len(want), second.Behind, "still behind, and unmoved: healed")
+	require.Zero(t, second.Deferred)
+	require.Positive(t, second.Healed)
+	require.True(t, b.caughtUp(t, want, false))
+	b.requireViewEqualsReplay(t, want)
+
+	// Behind again: an operator's pass does not wait for a second look.
+	b.NewWorkload(14).Random("lost-again", 4, 10)
+	want, failed = b.Replay()
+	require.Empty(t, failed)
+	rep, err := r.Reconcile(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rep.Deferred)
+	require.Positive(t, rep.Healed)
+	require.True(t, b.caughtUp(t, want, false))
+}
+
 // An operation the projector cannot apply (its model is unknown to this
 // process) quarantines the stream; once the model is registered, the
 // reconciler releases the quarantine and heals the stream from the log.
