@@ -61,9 +61,10 @@ type Backlog struct {
 	// Capacity is the fastest Rate measured in the last two seconds
 	// during which the group stayed busy (records waiting throughout):
 	// what it drains when it has work, in records of the weight produced
-	// lately (see Produced). 0 until such a rate was measured; when the
-	// group stalls it keeps its last value, since a stalled group's
-	// backlog is no less work.
+	// lately (see Produced). 0 until such a rate was measured, and again
+	// once the group has been idle (nothing waiting) for two seconds since;
+	// when the group stalls it keeps its last value, since a stalled
+	// group's backlog is no less work.
 	Capacity float64
 	// Weight is the weight of a record produced lately (see Produced), 1
 	// while none was reported.
@@ -407,6 +408,16 @@ func (w *BacklogWatcher) add(s sample) Backlog {
 		for len(w.peaks) > 1 && newest.Sub(w.peaks[0].at) > capacityWindow {
 			w.peaks = w.peaks[1:]
 		}
+	}
+	// A group with nothing waiting drains all it is given, so a capacity
+	// measured before may be far below what it does now, and a caller
+	// refusing by it would never let it be busy enough to measure another:
+	// a capacity taken from jobs of 200 KB held jobs of 100 bytes to one at
+	// a time. Idle, it forgets peaks older than the window, until it is
+	// busy again; a stall (records waiting, no progress) keeps them.
+	if s.lag == 0 {
+		cut := s.at.Add(-capacityWindow)
+		w.peaks = slices.DeleteFunc(w.peaks, func(p peak) bool { return p.at.Before(cut) })
 	}
 	for _, p := range w.peaks {
 		b.Capacity = max(b.Capacity, p.work/w.weightPerRecord())
