@@ -6,6 +6,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,12 +23,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"example.com/doclog-projector/balances"
 
+	"github.com/doclog/doclog/client"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/log/postgres"
 	"github.com/doclog/doclog/model"
@@ -338,11 +341,34 @@ type hold struct {
 var holds = []hold{
 	// The checkpoint rows, which every batch locks first thing after BEGIN
 	// (its fence): the batch is open and has sent nothing but that.
-	{"at its fence", `SELECT 1 FROM projector_checkpoints WHERE projector = '` + balances.Name + `' FOR UPDATE`, `%projector_checkpoints%FOR UPDATE%`},
+	{"at its fence", `SELECT 1 FROM projector_checkpoints WHERE projector = '` + balances.Name + `' ORDER BY partition FOR UPDATE`, `%projector_checkpoints%FOR UPDATE%`},
 	// The projector's rows, which the batch writes in its last round trip,
 	// with the heads, the checkpoints and COMMIT behind them: the batch
 	// has verified and claimed its streams.
 	{"writing its rows", `SELECT 1 FROM ledger_balances FOR UPDATE`, `%INSERT INTO "ledger_balances"%`},
+}
+
+// lockHold takes the hold's rows in a transaction it leaves open. The
+// worker's batch may hold some of them already while it waits on others
+// the test has taken, and Postgres then breaks the cycle by aborting one
+// side: when that is the test's side it takes the rows again, since the
+// worker's batch goes on and will commit or wait.
+func (s *stack) lockHold(ctx context.Context, h hold) pgx.Tx {
+	for attempt := 1; ; attempt++ {
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		_, err = tx.Exec(ctx, h.lock)
+		if err == nil {
+			return tx
+		}
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "40P01" || attempt == 10 {
+			s.t.Fatalf("taking the rows %s: %v", h.where, err)
+		}
+	}
 }
 
 // killMidBatch locks the hold's rows until a transaction of the worker's
@@ -354,14 +380,8 @@ var holds = []hold{
 // It reports false when no batch came (the workload was over); some jobs
 // are submitted then, so the next attempt has a batch to catch.
 func (s *stack) killMidBatch(ctx context.Context, wl *workload, h hold) bool {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	tx := s.lockHold(ctx, h)
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, h.lock); err != nil {
-		s.t.Fatal(err)
-	}
 	var pid int
 	var open time.Duration
 	deadline := time.Now().Add(20 * time.Second)
@@ -746,7 +766,7 @@ func (w *workload) record(ledgerID, jobID string) {
 }
 
 // submit posts a job and returns its id, retrying while ingest is
-// unavailable.
+// unavailable or refuses for backpressure.
 func (w *workload) submit(ctx context.Context, path string, body any) string {
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -765,8 +785,11 @@ func (w *workload) submit(ctx context.Context, path string, body any) string {
 		switch {
 		case resp.StatusCode == http.StatusAccepted && json.Unmarshal(out, &accepted) == nil:
 			return accepted.JobID
-		case resp.StatusCode == http.StatusServiceUnavailable && ctx.Err() == nil:
-			time.Sleep(100 * time.Millisecond)
+		case (resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests) && ctx.Err() == nil:
+			// Ingest's admission refuses while the executors are behind
+			// (a killed worker's restart can hold them), and says when to
+			// come back, as a producer would honour it.
+			time.Sleep(max(client.RetryAfter(resp.Header, time.Now()), 100*time.Millisecond))
 		default:
 			w.s.t.Errorf("submit %s: %d %s", path, resp.StatusCode, out)
 			return ""
