@@ -259,8 +259,9 @@ type KeyframeRebuild struct {
 }
 
 // RebuildKeyframes replays every stream of a document from index 0, deletes
-// its keyframes and writes fresh ones every interval revisions (labelled by
-// their last operation's index). A stream that does not replay cleanly is left
+// its keyframes and writes fresh ones every keyframe spacing of revisions,
+// the interval scaled by the state's size as the executor spaces them
+// (model.KeyframeDue), labelled by their last operation's index. A stream that does not replay cleanly is left
 // untouched and reported as an error: its keyframes are not the problem.
 func RebuildKeyframes(ctx context.Context, store oplog.Store, reg *model.Registry, documentID, branch string, interval int) ([]KeyframeRebuild, error) {
 	if interval <= 0 {
@@ -298,9 +299,12 @@ func RebuildKeyframes(ctx context.Context, store oplog.Store, reg *model.Registr
 	return out, nil
 }
 
-// keyframesOf replays a stream and renders its state every interval
-// revisions. Without skips one pass suffices; an operation with a skip
-// rewrites history before it, so then each keyframe is replayed from index 0.
+// keyframesOf replays a stream and renders its state wherever the executor
+// would have: every keyframe spacing (model.KeyframeDue) of revisions.
+// Without skips one pass suffices, and the spacing follows the state after
+// each operation. An operation with a skip rewrites history before it, so
+// then each keyframe is replayed from index 0, and the spacing follows the
+// state of the last keyframe, the last one replayed.
 func keyframesOf(reg *model.Registry, k oplog.StreamKey, ops []oplog.Operation, interval int) ([]oplog.Keyframe, error) {
 	var fresh []oplog.Keyframe
 	skips := false
@@ -309,12 +313,12 @@ func keyframesOf(reg *model.Registry, k oplog.StreamKey, ops []oplog.Operation, 
 	}
 	st := model.NewStreamState(k, ops[0].DocumentType)
 	for i := range ops {
-		if !model.KeyframeDue(int64(i), int64(i+1), int64(interval)) {
-			if !skips {
-				if err := reg.Replay(st, ops[i:i+1]); err != nil {
-					return nil, err
-				}
+		if !skips {
+			if err := reg.Replay(st, ops[i:i+1]); err != nil {
+				return nil, err
 			}
+		}
+		if !model.KeyframeDue(int64(i), int64(i+1), int64(interval), st.Size) {
 			continue
 		}
 		if skips {
@@ -322,8 +326,6 @@ func keyframesOf(reg *model.Registry, k oplog.StreamKey, ops []oplog.Operation, 
 			if st, err = reg.ReplayStream(k, ops[0].DocumentType, ops[:i+1]); err != nil {
 				return nil, err
 			}
-		} else if err := reg.Replay(st, ops[i:i+1]); err != nil {
-			return nil, err
 		}
 		kf, err := st.Keyframe()
 		if err != nil {

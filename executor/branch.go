@@ -414,7 +414,7 @@ func (b *branchJob) promote(ctx context.Context) (*branchPlan, error) {
 		}
 		ops[0].Skip = skip
 		req.Streams = append(req.Streams, oplog.StreamAppend{Stream: to, ExpectedRevision: T, Operations: ops})
-		if model.KeyframeDue(T, head.Revision, b.e.cfg.KeyframeInterval) {
+		if model.KeyframeDue(T, head.Revision, b.e.cfg.KeyframeInterval, head.Size) {
 			if kf, err := head.Keyframe(); err == nil {
 				req.Keyframes = append(req.Keyframes, kf)
 			}

@@ -96,7 +96,9 @@ type Config struct {
 	Signatures SignatureVerifier
 
 	// KeyframeInterval: an append carries a keyframe for a stream whenever
-	// its revision crosses a multiple of it. Default 10.
+	// its revision crosses a multiple of it, one more interval apart for
+	// every model.KeyframeBytes of the stream's state (model.KeyframeDue).
+	// Default 10.
 	KeyframeInterval int64
 	// MaxSkipThreshold bounds how many stored operations placing a job by
 	// timestamp (a load job, or a job of a model that asks for it) may

@@ -9,18 +9,39 @@ import (
 	oplog "github.com/doclog/doclog/log"
 )
 
-// DefaultKeyframeInterval is how many revisions apart a stream's keyframes
-// are unless configured otherwise: short enough that a cold load or a read
-// at a past revision replays at most that many operations, long enough that
-// keyframes add little to an append.
+// DefaultKeyframeInterval is how many revisions apart a small stream's
+// keyframes are unless configured otherwise: short enough that a cold load
+// or a read at a past revision replays at most that many operations, long
+// enough that keyframes add little to an append.
 const DefaultKeyframeInterval = 10
 
+// KeyframeBytes is the state size that adds one interval to a stream's
+// keyframe spacing (KeyframeSpacing). A keyframe costs its whole state
+// (checked, sent, compressed, written and kept for good) while an operation
+// costs its change, so a fixed spacing makes keyframes most of what a large
+// document writes: every tenth operation on a state of 1 MB wrote 1 MB, six
+// more than half of the pipeline's CPU per operation. Spaced by size, a keyframe
+// adds at most about KeyframeBytes/interval bytes per operation; the price
+// is the longer replay of a large stream loaded cold, which stays a small
+// multiple of reading its keyframe.
+const KeyframeBytes = 128 << 10
+
+// KeyframeSpacing is how many revisions apart the keyframes of a stream
+// whose state's canonical JSON is size bytes are: interval, and interval
+// more for every whole KeyframeBytes of state. A state below KeyframeBytes
+// is spaced by interval alone.
+func KeyframeSpacing(interval int64, size int) int64 {
+	return interval * (1 + int64(max(size, 0))/KeyframeBytes)
+}
+
 // KeyframeDue reports whether a stream that went from revision before to
-// revision after owes a keyframe of its state at after: whenever it crossed
-// a multiple of interval, so one append of many operations writes one
-// keyframe. interval must be positive.
-func KeyframeDue(before, after, interval int64) bool {
-	return after > before && after/interval != before/interval
+// revision after, with a state of size bytes at after, owes a keyframe of
+// that state: whenever it crossed a multiple of its spacing
+// (KeyframeSpacing), so one append of many operations writes one keyframe.
+// interval must be positive.
+func KeyframeDue(before, after, interval int64, size int) bool {
+	n := KeyframeSpacing(interval, size)
+	return after > before && after/n != before/n
 }
 
 // Head asks StateAt for the state after every operation the log holds.

@@ -22,16 +22,48 @@ func TestKeyframeDue(t *testing.T) {
 		{10, 11, 10, false}, {8, 25, 10, true}, {10, 19, 10, false}, {19, 20, 10, true},
 		{4, 4, 1, false}, {4, 5, 1, true}, {0, 1, 1, true},
 	} {
-		require.Equal(t, c.due, model.KeyframeDue(c.before, c.after, c.interval), "%d -> %d every %d", c.before, c.after, c.interval)
+		require.Equal(t, c.due, model.KeyframeDue(c.before, c.after, c.interval, 0), "%d -> %d every %d", c.before, c.after, c.interval)
 	}
 	// One revision at a time, a keyframe is due exactly at each multiple.
 	var at []int64
 	for rev := int64(0); rev < 35; rev++ {
-		if model.KeyframeDue(rev, rev+1, model.DefaultKeyframeInterval) {
+		if model.KeyframeDue(rev, rev+1, model.DefaultKeyframeInterval, 1<<10) {
 			at = append(at, rev+1)
 		}
 	}
 	require.Equal(t, []int64{10, 20, 30}, at)
+}
+
+// A large state's keyframes are spaced by its size, so that they add about
+// the same bytes per operation to the log whatever the document's size.
+func TestKeyframeSpacingGrowsWithTheState(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		size int
+		want int64
+	}{
+		{0, 10}, {1 << 10, 10}, {model.KeyframeBytes - 1, 10}, {model.KeyframeBytes, 20},
+		{100 << 10, 10}, {1 << 20, 90}, {10 << 20, 810}, {-1, 10},
+	} {
+		require.Equal(t, c.want, model.KeyframeSpacing(10, c.size), "state of %d bytes", c.size)
+	}
+	require.Equal(t, int64(9), model.KeyframeSpacing(1, 1<<20), "an interval of 1 scales too")
+
+	// A stream of 1 MB written one operation at a time: a keyframe at each
+	// multiple of 90, and no more keyframe bytes per operation than the
+	// interval's share of KeyframeBytes.
+	var at []int64
+	for rev := int64(0); rev < 200; rev++ {
+		if model.KeyframeDue(rev, rev+1, model.DefaultKeyframeInterval, 1<<20) {
+			at = append(at, rev+1)
+		}
+	}
+	require.Equal(t, []int64{90, 180}, at)
+	perOp := float64(len(at)) * (1 << 20) / 200
+	require.LessOrEqual(t, perOp, float64(model.KeyframeBytes)/model.DefaultKeyframeInterval*1.2)
+	// One append crossing a multiple still writes one keyframe.
+	require.True(t, model.KeyframeDue(85, 95, 10, 1<<20))
+	require.False(t, model.KeyframeDue(91, 179, 10, 1<<20))
 }
 
 // memLog is a log in memory that counts what a rebuild reads.

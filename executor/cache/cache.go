@@ -46,14 +46,14 @@ type Config struct {
 	// tree, its kept canonical bytes and their index; docs/benchmarks.md).
 	MaxBytes int64
 	// KeyframeInterval is the streams' keyframe interval (model.KeyframeDue):
-	// a cold miss that replayed at least this many operations persists a
-	// keyframe at the head. Default model.DefaultKeyframeInterval.
+	// a cold miss that replayed at least a keyframe spacing of operations
+	// (model.KeyframeSpacing) persists a keyframe at the head. Default model.DefaultKeyframeInterval.
 	KeyframeInterval int64
 	// ReadPageSize is how many operations one ReadStream call fetches during
 	// a rebuild. Default 1000.
 	ReadPageSize int
 	// NoKeyframeOnRebuild turns off persisting a keyframe at the head after
-	// a cold miss that replayed at least KeyframeInterval operations (a
+	// a cold miss that replayed at least a keyframe spacing of operations (a
 	// stream written before keyframes existed, or one whose keyframe was
 	// bad). Default false: such keyframes are written.
 	NoKeyframeOnRebuild bool
@@ -310,7 +310,7 @@ func (c *Cache) rebuild(ctx context.Context, stream oplog.StreamKey, documentTyp
 // index that never changes, so writing it outside an append is safe; failing
 // to write it costs only speed.
 func (c *Cache) maybeKeyframe(ctx context.Context, st *model.StreamState, replayed int64, upTo int64) {
-	if c.cfg.NoKeyframeOnRebuild || upTo != model.Head || replayed < c.cfg.KeyframeInterval || st.Revision == 0 {
+	if c.cfg.NoKeyframeOnRebuild || upTo != model.Head || replayed < model.KeyframeSpacing(c.cfg.KeyframeInterval, st.Size) || st.Revision == 0 {
 		return
 	}
 	kf, err := st.Keyframe()

@@ -153,7 +153,7 @@ func (w *writer) job(actions ...oplog.Action) error {
 	}
 	for _, scope := range order {
 		req.Streams = append(req.Streams, oplog.StreamAppend{Stream: w.key(scope), ExpectedRevision: before[scope], Operations: ops[scope]})
-		if st := states[scope]; model.KeyframeDue(before[scope], st.Revision, w.c.Config().KeyframeInterval) {
+		if st := states[scope]; model.KeyframeDue(before[scope], st.Revision, w.c.Config().KeyframeInterval, st.Size) {
 			kf, err := st.Keyframe()
 			require.NoError(t, err)
 			req.Keyframes = append(req.Keyframes, kf)

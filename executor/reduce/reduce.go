@@ -118,7 +118,8 @@ type Result struct {
 type Reducer struct {
 	Registry *model.Registry
 	// KeyframeInterval: a request carries a keyframe for a stream whenever
-	// its revision crosses a multiple of it.
+	// its revision crosses a multiple of its spacing, this interval scaled
+	// by the state's size (model.KeyframeDue).
 	KeyframeInterval int64
 	// Logger receives the keyframes skipped. Default: none.
 	Logger *zap.Logger
@@ -295,7 +296,7 @@ func (r *Reducer) request(d *docRun) *oplog.AppendRequest {
 				req.DocumentType = st.DocumentType
 			}
 		}
-		if len(d.ops[k]) > 0 && model.KeyframeDue(before, st.Revision, r.KeyframeInterval) {
+		if len(d.ops[k]) > 0 && model.KeyframeDue(before, st.Revision, r.KeyframeInterval, st.Size) {
 			kf, err := st.Keyframe()
 			if err != nil {
 				if r.Logger != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,6 +243,29 @@ func TestReduceKeyframes(t *testing.T) {
 	require.Equal(t, key(oplog.ScopeGlobal), kf.Stream)
 	require.EqualValues(t, 1, kf.Index)
 	require.Equal(t, res.Heads[key(oplog.ScopeGlobal)].Hash, kf.Hash)
+}
+
+// A large stream is keyframed by its size's spacing: its state of more
+// than KeyframeBytes crosses revision 2 (the interval) without a keyframe,
+// and gets one at twice the interval.
+func TestReduceKeyframesSpacedByTheStateSize(t *testing.T) {
+	t.Parallel()
+	r := reducer(t, 2)
+	order, heads := fresh(oplog.ScopeGlobal)
+	big := strings.Repeat("x", model.KeyframeBytes) // one member a little over KeyframeBytes once encoded
+	res := r.Reduce(&reduce.Document{ID: docID, Streams: order, Heads: heads, Jobs: []reduce.Job{
+		job(record.KindCreate), job(record.KindMutate, patch(oplog.ScopeGlobal, big), patch(oplog.ScopeGlobal, big+"y")),
+	}}, nil)
+	require.Empty(t, res.Request.Keyframes, "revision 2 is not a multiple of 4, the spacing of a state over 128 KiB")
+	global := res.Heads[key(oplog.ScopeGlobal)]
+	require.Equal(t, int64(4), model.KeyframeSpacing(2, global.Size))
+
+	heads = map[oplog.StreamKey]*model.StreamState{key(oplog.ScopeDocument): res.Heads[key(oplog.ScopeDocument)], key(oplog.ScopeGlobal): global}
+	res = r.Reduce(&reduce.Document{ID: docID, Streams: order, Heads: heads, Jobs: []reduce.Job{
+		job(record.KindMutate, patch(oplog.ScopeGlobal, big+"z"), patch(oplog.ScopeGlobal, big+"w")),
+	}}, nil)
+	require.Len(t, res.Request.Keyframes, 1)
+	require.EqualValues(t, 3, res.Request.Keyframes[0].Index, "the keyframe at revision 4 holds operations 0-3")
 }
 
 func TestLoadFailed(t *testing.T) {
