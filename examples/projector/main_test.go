@@ -194,6 +194,7 @@ type stack struct {
 	ingest               string // the ingest API's base URL
 	workerOps            string
 	worker               *exec.Cmd
+	workerReaped         bool // a cleanup kills the worker running at the end
 	logs                 *os.File
 }
 
@@ -309,6 +310,17 @@ func (s *stack) startWorker() {
 	s.worker.Stdout, s.worker.Stderr = s.logs, s.logs
 	if err := s.worker.Start(); err != nil {
 		s.t.Fatal(err)
+	}
+	if !s.workerReaped {
+		// A test that fails between a start and its stop must not leave the
+		// worker running past it, polling topics the cleanup deletes.
+		s.workerReaped = true
+		s.t.Cleanup(func() {
+			if s.worker.ProcessState == nil {
+				_ = s.worker.Process.Kill()
+				_ = s.worker.Wait()
+			}
+		})
 	}
 }
 
