@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,16 @@ type bundle struct {
 // appended as one job through the real Postgres store.
 func setup(t *testing.T, n int) bundle {
 	t.Helper()
+	patches := make([]map[string]any, n)
+	for i := range patches {
+		patches[i] = map[string]any{"n": i, "title": "t"}
+	}
+	return setupWith(t, patches)
+}
+
+// setupWith is setup with the merge patches given.
+func setupWith(t *testing.T, patches []map[string]any) bundle {
+	t.Helper()
 	ctx := context.Background()
 	store, err := postgres.Open(ctx, testenv.PostgresSchema(t))
 	require.NoError(t, err)
@@ -36,8 +47,8 @@ func setup(t *testing.T, n int) bundle {
 	require.NoError(t, err)
 	d := modeltest.Created(t, reg, "doclog/json")
 	d.JobID = "0193a000-0000-7000-8000-000000000001"
-	for i := range n {
-		d.Must(oplog.ScopeGlobal, "MERGE_PATCH", map[string]any{"n": i, "title": "t"})
+	for _, p := range patches {
+		d.Must(oplog.ScopeGlobal, "MERGE_PATCH", p)
 	}
 	for scope := range d.Ops {
 		for i := range d.Ops[scope] {
@@ -113,6 +124,34 @@ func TestValidateReportsCorruptedKeyframe(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, admin.KeyframeRebuild{Stream: global, Deleted: 3, Written: 2}, rebuilt[1])
 	rep, err = admin.ValidateDocument(ctx, b.store, b.reg, nil, b.doc.ID, oplog.DefaultBranch)
+	require.NoError(t, err)
+	require.True(t, rep.Consistent, "issues: %+v", rep.Issues)
+}
+
+// A large state's keyframes are rebuilt where the executor writes them:
+// spaced by its size (model.KeyframeDue), not by the interval alone.
+func TestRebuildKeyframesSpacesALargeState(t *testing.T) {
+	t.Parallel()
+	patches := []map[string]any{{"body": strings.Repeat("x", model.KeyframeBytes+1000)}}
+	for i := range 11 {
+		patches = append(patches, map[string]any{"n": i})
+	}
+	b := setupWith(t, patches)
+	ctx := context.Background()
+	global := b.doc.Stream(oplog.ScopeGlobal)
+	require.Equal(t, int64(4), model.KeyframeSpacing(2, global.Size), "a state over 128 KiB doubles the spacing")
+
+	rebuilt, err := admin.RebuildKeyframes(ctx, b.store, b.reg, b.doc.ID, oplog.DefaultBranch, 2)
+	require.NoError(t, err)
+	require.Equal(t, admin.KeyframeRebuild{Stream: global.Stream, Written: 3}, rebuilt[1], "revisions 4, 8 and 12, not every 2")
+	kfs, err := b.store.ListKeyframes(ctx, global.Stream)
+	require.NoError(t, err)
+	var at []int64
+	for _, kf := range kfs {
+		at = append(at, kf.Index)
+	}
+	require.Equal(t, []int64{3, 7, 11}, at)
+	rep, err := admin.ValidateDocument(ctx, b.store, b.reg, nil, b.doc.ID, oplog.DefaultBranch)
 	require.NoError(t, err)
 	require.True(t, rep.Consistent, "issues: %+v", rep.Issues)
 }
