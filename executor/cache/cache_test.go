@@ -114,6 +114,47 @@ func TestColdMissWithoutKeyframe(t *testing.T) {
 	require.Equal(t, st.Hash, st2.Hash)
 }
 
+// A cold miss of a large stream writes a keyframe at the head only once it
+// replayed a keyframe spacing of the stream's size (model.KeyframeSpacing):
+// 14 operations replayed are past the interval of 10 but short of the 20 of
+// a state over 128 KiB, and 24 are past it.
+func TestColdMissKeyframesALargeStreamBySize(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.cache(t, cache.Config{KeyframeInterval: 1000})
+	w := b.writer(t, c, 0, "doc-large", jsonType)
+	w.must(w.action(oplog.ScopeDocument, model.ActionCreateDocument, `{}`))
+	w.must(w.action(global, "MERGE_PATCH", `{"body":"`+strings.Repeat("x", model.KeyframeBytes)+`"}`))
+	edit := func(n int) {
+		for i := range n {
+			w.must(w.action(global, "MERGE_PATCH", fmt.Sprintf(`{"n":%d}`, i)))
+		}
+	}
+	edit(13)
+	key := w.key(global)
+
+	fresh := b.cache(t, cache.Config{KeyframeInterval: 10})
+	b.store.reset()
+	st, err := fresh.Load(context.Background(), 0, key, jsonType)
+	require.NoError(t, err)
+	require.Equal(t, int64(14), st.Revision)
+	require.Equal(t, int64(20), model.KeyframeSpacing(10, st.Size))
+	require.Zero(t, b.store.keyframesPut.Load(), "14 replayed, short of the spacing of 20")
+
+	edit(10)
+	fresh = b.cache(t, cache.Config{KeyframeInterval: 10})
+	b.store.reset()
+	st, err = fresh.Load(context.Background(), 0, key, jsonType)
+	require.NoError(t, err)
+	require.Equal(t, int64(24), st.Revision)
+	require.Equal(t, int64(1), b.store.keyframesPut.Load(), "24 replayed, past the spacing")
+	kfs, err := b.store.ListKeyframes(context.Background(), key)
+	require.NoError(t, err)
+	require.Len(t, kfs, 1)
+	require.Equal(t, int64(23), kfs[0].Index)
+	require.Equal(t, st.Hash, kfs[0].Hash)
+}
+
 // A keyframe that does not verify is passed over: the rebuild starts from
 // index 0 and still yields the right state.
 func TestBadKeyframeFallsBack(t *testing.T) {
