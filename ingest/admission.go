@@ -110,11 +110,7 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Dura
 	if bound == "" {
 		return nil, 0, ""
 	}
-	unknown := time.Second
-	if maxLag > 0 {
-		unknown = maxLag
-	}
-	retryAfter = retryAfterFor(float64(excess), b, floor, unknown)
+	retryAfter = retryAfterFor(float64(excess), b, floor)
 	if spread != nil {
 		retryAfter = spread(retryAfter, drainRate(b))
 	}
@@ -139,15 +135,12 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Dura
 // retryAfterFor is the time the group needs to drain excess records: at its
 // capacity, else at its current rate, from floor (the watcher's interval:
 // no fresher figure comes sooner) to maxRetryAfter. A group with no known
-// rate gets unknown: the time bound, the work the bounds admit being about
-// that long, or a second without one. A group's rate is unknown in its
-// first second of work, when a fixed workload of 200 documents was refused
-// once per document: told a whole second, each idled a third of a run that
-// took three.
-func retryAfterFor(excess float64, b kafka.Backlog, floor, unknown time.Duration) time.Duration {
+// rate gets one second: it may be back at any moment, and a refusal costs
+// little.
+func retryAfterFor(excess float64, b kafka.Backlog, floor time.Duration) time.Duration {
 	rate := drainRate(b)
 	if rate <= 0 {
-		return max(unknown, floor)
+		return time.Second
 	}
 	ms := math.Ceil(excess / rate * 1000)
 	if ms >= float64(maxRetryAfter/time.Millisecond) {

@@ -36,8 +36,8 @@ func TestAdmission(t *testing.T) {
 			// No capacity measured yet: jobs of 50 actions weigh 53, and
 			// 8,000 of that may wait, 150 jobs.
 			name: "before the capacity is known, the work waiting is bounded", b: kafka.Backlog{Records: 200, Weight: 53, MeasuredAt: now},
-			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 500 * time.Millisecond, bound: boundSeconds,
-			message: "the executors are 200 jobs behind, more than the 150 that may wait before their drain rate is known; nothing was produced: retry after 500ms",
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
+			message: "the executors are 200 jobs behind, more than the 150 that may wait before their drain rate is known; nothing was produced: retry after 1s",
 		},
 		{name: "before the capacity is known, light jobs pass", b: kafka.Backlog{Records: 1900, Weight: 4, MeasuredAt: now}, maxRecords: 100000, maxLag: 500 * time.Millisecond},
 		{name: "a slow group may always hold one job", b: kafka.Backlog{Records: 1, Capacity: 0.5, MeasuredAt: now}, maxRecords: 100000, maxLag: 500 * time.Millisecond},
@@ -71,15 +71,10 @@ func TestAdmission(t *testing.T) {
 			maxRecords: 100000, maxLag: -1,
 		},
 		{
-			// No rate known yet: the client is told the time bound.
+			// No rate known yet: the client is told a second.
 			name: "past the records bound, no rate known", b: kafka.Backlog{Records: 1200, MeasuredAt: now},
 			maxRecords: 1000, maxLag: time.Second, retryAfter: time.Second, bound: boundRecords,
 			message: "the executors are 1200 jobs behind, past the bound of 1000 jobs; nothing was produced: retry after 1s",
-		},
-		{
-			// Nor a time bound: a second.
-			name: "past the records bound, no rate known, no time bound", b: kafka.Backlog{Records: 1200, MeasuredAt: now},
-			maxRecords: 1000, maxLag: -1, retryAfter: time.Second, bound: boundRecords,
 		},
 		{
 			name: "past the records bound, the current rate known", b: kafka.Backlog{Records: 5000, Rate: 1000, MeasuredAt: now},
