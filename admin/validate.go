@@ -261,8 +261,9 @@ type KeyframeRebuild struct {
 // RebuildKeyframes replays every stream of a document from index 0, deletes
 // its keyframes and writes fresh ones every keyframe spacing of revisions,
 // the interval scaled by the state's size as the executor spaces them
-// (model.KeyframeDue), labelled by their last operation's index. A stream that does not replay cleanly is left
-// untouched and reported as an error: its keyframes are not the problem.
+// (model.KeyframeDue), labelled by their last operation's index. A stream
+// that does not replay cleanly is left untouched and reported as an error:
+// its keyframes are not the problem.
 func RebuildKeyframes(ctx context.Context, store oplog.Store, reg *model.Registry, documentID, branch string, interval int) ([]KeyframeRebuild, error) {
 	if interval <= 0 {
 		return nil, fmt.Errorf("rebuilding keyframes of %s: interval must be positive, got %d", documentID, interval)
