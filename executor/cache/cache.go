@@ -47,7 +47,8 @@ type Config struct {
 	MaxBytes int64
 	// KeyframeInterval is the streams' keyframe interval (model.KeyframeDue):
 	// a cold miss that replayed at least a keyframe spacing of operations
-	// (model.KeyframeSpacing) persists a keyframe at the head. Default model.DefaultKeyframeInterval.
+	// (model.KeyframeSpacing) persists a keyframe at the head. Default
+	// model.DefaultKeyframeInterval.
 	KeyframeInterval int64
 	// ReadPageSize is how many operations one ReadStream call fetches during
 	// a rebuild. Default 1000.
