@@ -106,7 +106,7 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 	b.int(&e.InlineOperationsBytes, "executor-inline-operations-bytes", record.DefaultInlineOperationsBytes, 1,
 		"largest write-ready record that carries its operations (past it, projectors read them from the log): raising it saves projectors a read of the log at the cost of larger records on the write-ready topic")
 	b.int64(&e.KeyframeInterval, "executor-keyframe-interval", executor.DefaultKeyframeInterval, 1,
-		"a keyframe is written whenever a stream's revision crosses a multiple of this, one interval more for every 128 KiB of the stream's state: raising it writes fewer keyframes at the cost of longer replays when a stream is loaded cold or read at a past revision")
+		fmt.Sprintf("a keyframe is written whenever a stream's revision crosses a multiple of this, one interval more for every %d KiB of the stream's state: raising it writes fewer keyframes at the cost of longer replays when a stream is loaded cold or read at a past revision", model.KeyframeBytes>>10))
 	b.int64(&e.MaxSkipThreshold, "executor-max-skip-threshold", place.DefaultMaxSkipThreshold, 1,
 		"most stored operations that placing a job by timestamp (a load job, or a job of a model that asks for it) may supersede; a placement reaching further back fails the job EXCESSIVE_SHUFFLE: raising it lets replicas that diverged further reconcile at the cost of re-deriving a longer tail in one job")
 	b.retries(e, "executor-max-retries",

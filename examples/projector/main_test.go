@@ -194,7 +194,6 @@ type stack struct {
 	ingest               string // the ingest API's base URL
 	workerOps            string
 	worker               *exec.Cmd
-	workerReaped         bool // a cleanup kills the worker running at the end
 	logs                 *os.File
 }
 
@@ -241,6 +240,15 @@ func newStack(ctx context.Context, t *testing.T, dbURL, seeds string) *stack {
 			t.Logf("the processes' last output:\n%s", b)
 		}
 		_ = s.logs.Close()
+	})
+	// A test that fails between a worker's start and its stop must not
+	// leave it running past the test, polling the topics the cleanup
+	// deletes. Registered after the others, so it runs first.
+	t.Cleanup(func() {
+		if s.worker != nil && s.worker.ProcessState == nil {
+			_ = s.worker.Process.Kill()
+			_ = s.worker.Wait()
+		}
 	})
 
 	// Both binaries, built at once: the worker from this module, doclog
@@ -310,17 +318,6 @@ func (s *stack) startWorker() {
 	s.worker.Stdout, s.worker.Stderr = s.logs, s.logs
 	if err := s.worker.Start(); err != nil {
 		s.t.Fatal(err)
-	}
-	if !s.workerReaped {
-		// A test that fails between a start and its stop must not leave the
-		// worker running past it, polling topics the cleanup deletes.
-		s.workerReaped = true
-		s.t.Cleanup(func() {
-			if s.worker.ProcessState == nil {
-				_ = s.worker.Process.Kill()
-				_ = s.worker.Wait()
-			}
-		})
 	}
 }
 

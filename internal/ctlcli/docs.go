@@ -159,7 +159,7 @@ func newDocsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	rebuild.Flags().IntVar(&interval, "interval", model.DefaultKeyframeInterval, "a keyframe every this many revisions, one interval more for every 128 KiB of the state (as the executor spaces them)")
+	rebuild.Flags().IntVar(&interval, "interval", model.DefaultKeyframeInterval, fmt.Sprintf("a keyframe every this many revisions, one interval more for every %d KiB of the state (as the executor spaces them)", model.KeyframeBytes>>10))
 
 	cmd.AddCommand(get, ops, validate, rebuild, newQuarantineCmd(g), newBranchCmd(g))
 	return cmd
