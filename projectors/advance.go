@@ -198,10 +198,41 @@ func (a *advancer) advance(ctx context.Context, tx Tx, w wants) (outcome, error)
 	}
 	newHeads := make([]Head, len(out.changes))
 	for i := range out.changes {
-		newHeads[i] = out.changes[i].Head
+		h := out.changes[i].Head
+		storedAt := int64(-1)
+		if old, ok := heads[h.Stream]; ok {
+			storedAt = old.LastIndex
+			if old.StateAt != nil {
+				storedAt = old.StateAt.LastIndex
+			}
+		}
+		if !headStateDue(h.Stream, storedAt, h.LastIndex, len(h.State)) {
+			h.State = nil // the stored state stays, an earlier head's
+		}
+		newHeads[i] = h
 	}
 	tx.QueueHeadsIfNewer(name, newHeads)
 	return out, nil
+}
+
+// headStateInterval spaces the large states stored with the heads as the
+// log spaces its keyframes (model.KeyframeSpacing): a state of size bytes
+// goes with a head once the last stored one is headStateInterval × (1 +
+// size/model.KeyframeBytes) operations behind. Without it a batch wrote a
+// 1 MB state per changed stream per projector, which was most of the
+// database's work on large documents, and the runner holds the state in
+// memory anyway (headCache): the stored one is read only by a runner that
+// does not hold it, which replays the log from it, at most one spacing.
+const headStateInterval = 10
+
+// headStateDue reports whether the head at last stores its state of size
+// bytes, the last stored state being after storedAt (-1: none). A small
+// state is always stored: it costs little, and a cold head then needs no
+// read of the log. So is a document scope's, which other streams' changes
+// read (the analytics projector's document rows).
+func headStateDue(stream oplog.StreamKey, storedAt, last int64, size int) bool {
+	return storedAt < 0 || size < model.KeyframeBytes || stream.Scope == oplog.ScopeDocument ||
+		last-storedAt >= model.KeyframeSpacing(headStateInterval, size)
 }
 
 // committed holds the states of a committed batch's changes for the next
@@ -311,6 +342,9 @@ func (a *advancer) verify(ctx context.Context, tx Tx, head Head, cached *model.S
 	if st == nil {
 		var err error
 		if st, err = a.storedState(ctx, tx, &head); err != nil {
+			if sb := (*model.SkipBeforeStart)(nil); errors.As(err, &sb) {
+				return a.verifyFromStart(ctx, tx, head, ops[len(ops)-1].Index)
+			}
 			if errors.Is(err, errCorruptHead) {
 				return nil, &Quarantine{Stream: head.Stream, Index: head.LastIndex + 1, ErrorName: "CorruptHead", Reason: err.Error()}, nil
 			}
@@ -341,7 +375,7 @@ func (a *advancer) verify(ctx context.Context, tx Tx, head Head, cached *model.S
 		// verified prefix again on a fresh copy of the stored head.
 		var err error
 		if st, err = a.storedState(ctx, tx, &head); err != nil {
-			if errors.Is(err, errCorruptHead) {
+			if sb := (*model.SkipBeforeStart)(nil); errors.Is(err, errCorruptHead) || errors.As(err, &sb) {
 				return nil, q, nil
 			}
 			return nil, nil, err
@@ -361,7 +395,11 @@ func (a *advancer) verify(ctx context.Context, tx Tx, head Head, cached *model.S
 var errCorruptHead = errors.New("corrupt stored head")
 
 // storedState decodes the head's stored state, reading it first when Claim
-// left it out (the batch held it in memory, and has changed it since).
+// left it out (the batch held it in memory, and has changed it since). A
+// state stored at an earlier head (Head.StateAt) is brought to the head by
+// replaying the log's operations after it, every hash checked; a skip among
+// them that reaches before the stored state comes back as
+// *model.SkipBeforeStart, for the caller to rebuild from the start.
 func (a *advancer) storedState(ctx context.Context, tx Tx, head *Head) (*model.StreamState, error) {
 	if head.State == nil && head.LastIndex >= 0 {
 		stored, err := tx.Heads(ctx, a.projector.Name(), []oplog.StreamKey{head.Stream})
@@ -372,11 +410,29 @@ func (a *advancer) storedState(ctx context.Context, tx Tx, head *Head) (*model.S
 		if !ok || h.Ref() != head.Ref() {
 			return nil, fmt.Errorf("read the stored state of %s at index %d: the head moved inside the batch's lock", head.Stream, head.LastIndex)
 		}
-		head.State = h.State
+		head.State, head.StateAt = h.State, h.StateAt
 	}
 	st, err := head.StreamState()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errCorruptHead, err)
+	}
+	if head.StateAt == nil || head.StateAt.LastIndex >= head.LastIndex {
+		return st, nil
+	}
+	ops, err := a.readLog(ctx, head.Stream, head.StateAt.LastIndex+1, head.LastIndex)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.reg.Replay(st, ops); err != nil {
+		var sb *model.SkipBeforeStart
+		if errors.As(err, &sb) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: replay the log from the state stored at index %d of %s: %w", errCorruptHead, head.StateAt.LastIndex, head.Stream, err)
+	}
+	if st.Revision != head.LastIndex+1 || st.Hash != head.Hash {
+		return nil, fmt.Errorf("%w: the log replayed from the state stored at index %d of %s reached index %d with hash %q, not the head's %d with %q",
+			errCorruptHead, head.StateAt.LastIndex, head.Stream, st.Revision-1, st.Hash, head.LastIndex, head.Hash)
 	}
 	return st, nil
 }

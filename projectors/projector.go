@@ -65,8 +65,17 @@ type Head struct {
 	LastIndex int64
 	Hash      string
 	Version   int
-	// State is the scope state after LastIndex as canonical JSON.
+	// State is the scope state as canonical JSON: after LastIndex, or
+	// after StateAt's index when that is set. A head stored without State
+	// (PutHeadsIfNewer, QueueHeadsIfNewer) keeps the state stored before
+	// it, whose head becomes the stored head's StateAt; a stream's first
+	// stored head carries its state.
 	State json.RawMessage
+	// StateAt names the earlier head of the stream that State is the state
+	// after, when the store holds a state older than the head (nil: State
+	// is the head's own). The runner stores a large state only every so
+	// often, and rebuilds the head's state by replaying the log from it.
+	StateAt *HeadRef
 	// LastTimestampUtcMs is the timestamp of the operation at LastIndex.
 	LastTimestampUtcMs int64
 }
@@ -84,20 +93,25 @@ func (h *Head) Ref() HeadRef {
 	return HeadRef{LastIndex: h.LastIndex, Hash: h.Hash, Version: h.Version}
 }
 
-// StreamState rebuilds the model SDK's state from the head.
+// StreamState rebuilds the model SDK's state from the head's State: the
+// head's own, or the earlier one of StateAt, which is what it returns then.
 func (h *Head) StreamState() (*model.StreamState, error) {
+	at := h.Ref()
+	if h.StateAt != nil {
+		at = *h.StateAt
+	}
 	st := model.NewStreamState(h.Stream, h.DocumentType)
-	if h.LastIndex < 0 {
+	if at.LastIndex < 0 {
 		return st, nil
 	}
 	v, err := model.DecodeJSON(h.State)
 	if err != nil {
-		return nil, fmt.Errorf("decode stored state of %s at index %d: %w", h.Stream, h.LastIndex, err)
+		return nil, fmt.Errorf("decode stored state of %s at index %d: %w", h.Stream, at.LastIndex, err)
 	}
-	st.Revision = h.LastIndex + 1
-	st.Version = h.Version
+	st.Revision = at.LastIndex + 1
+	st.Version = at.Version
 	st.State = v
-	st.Hash = h.Hash
+	st.Hash = at.Hash
 	return st, nil
 }
 
@@ -167,7 +181,8 @@ type Tx interface {
 	// locking them.
 	Heads(ctx context.Context, projector string, streams []oplog.StreamKey) (map[oplog.StreamKey]Head, error)
 	// PutHeadsIfNewer stores heads whose LastIndex is above the stored one
-	// and reports how many rows it wrote.
+	// and reports how many rows it wrote. A head without State keeps the
+	// stored state (Head.State); its StateAt is ignored.
 	PutHeadsIfNewer(ctx context.Context, projector string, heads []Head) (int, error)
 	// QueueHeadsIfNewer is PutHeadsIfNewer sent with the transaction's
 	// commit, saving a round trip; its failure fails the commit.

@@ -255,7 +255,8 @@ const lockSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM (
   SELECT DISTINCT hashtextextended('projector:' || $1 || ':' || d || '/' || s || '/' || b, 0) AS k
   FROM unnest($2::text[], $3::text[], $4::text[]) AS t(d, s, b) ORDER BY k) AS keys`
 
-const headsSQL = `SELECT p.document_id, p.scope, p.branch, p.document_type, p.last_index, p.hash, p.model_version, p.state::text, p.last_ts_utc_ms
+const headsSQL = `SELECT p.document_id, p.scope, p.branch, p.document_type, p.last_index, p.hash, p.model_version, p.state::text, p.last_ts_utc_ms,
+  p.state_index, p.state_hash, p.state_version
 FROM unnest($2::text[], $3::text[], $4::text[]) AS k(d, s, b)
 JOIN projector_streams p ON p.projector = $1 AND p.document_id = k.d AND p.scope = k.s AND p.branch = k.b`
 
@@ -266,7 +267,8 @@ JOIN quarantined_streams q ON q.projector = $1 AND q.document_id = k.d AND q.sco
 // claimHeadsSQL is headsSQL leaving out the state of a head equal to the
 // one the caller holds ($5..$7; an index of -2 holds none).
 const claimHeadsSQL = `SELECT p.document_id, p.scope, p.branch, p.document_type, p.last_index, p.hash, p.model_version,
-  CASE WHEN p.last_index = k.i AND p.hash = k.h AND p.model_version = k.v THEN NULL ELSE p.state::text END, p.last_ts_utc_ms
+  CASE WHEN p.last_index = k.i AND p.hash = k.h AND p.model_version = k.v THEN NULL ELSE p.state::text END, p.last_ts_utc_ms,
+  p.state_index, p.state_hash, p.state_version
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::int[]) AS k(d, s, b, i, h, v)
 JOIN projector_streams p ON p.projector = $1 AND p.document_id = k.d AND p.scope = k.s AND p.branch = k.b`
 
@@ -335,11 +337,18 @@ func scanHeads(rows pgx.Rows, into map[oplog.StreamKey]projectors.Head) error {
 	for rows.Next() {
 		var h projectors.Head
 		var state *string // NULL: the caller holds it (Claim)
-		if err := rows.Scan(&h.Stream.DocumentID, &h.Stream.Scope, &h.Stream.Branch, &h.DocumentType, &h.LastIndex, &h.Hash, &h.Version, &state, &h.LastTimestampUtcMs); err != nil {
+		var stateIndex *int64
+		var stateHash *string
+		var stateVersion *int
+		if err := rows.Scan(&h.Stream.DocumentID, &h.Stream.Scope, &h.Stream.Branch, &h.DocumentType, &h.LastIndex, &h.Hash, &h.Version, &state, &h.LastTimestampUtcMs,
+			&stateIndex, &stateHash, &stateVersion); err != nil {
 			return err
 		}
 		if state != nil {
 			h.State = []byte(*state)
+		}
+		if stateIndex != nil && stateHash != nil && stateVersion != nil {
+			h.StateAt = &projectors.HeadRef{LastIndex: *stateIndex, Hash: *stateHash, Version: *stateVersion}
 		}
 		into[h.Stream] = h
 	}
@@ -388,35 +397,71 @@ func collectQuarantines(rows pgx.Rows) ([]projectors.Quarantine, error) {
 	return out, nil
 }
 
-// putHeadsSQL upserts heads, never lowering a stored last index.
+// putHeadsSQL upserts heads that carry their state, never lowering a
+// stored last index; the state is then the head's own (state_index and the
+// rest NULL).
 const putHeadsSQL = `INSERT INTO projector_streams AS p (projector, document_id, scope, branch, document_type, last_index, hash, model_version, state, last_ts_utc_ms)
 SELECT $1, d, s, b, ty, i, h, v, st::json, ts FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::text[], $10::bigint[]) AS u(d, s, b, ty, i, h, v, st, ts)
 ON CONFLICT (projector, document_id, scope, branch) DO UPDATE SET
   document_type = EXCLUDED.document_type, last_index = EXCLUDED.last_index, hash = EXCLUDED.hash,
-  model_version = EXCLUDED.model_version, state = EXCLUDED.state, last_ts_utc_ms = EXCLUDED.last_ts_utc_ms, updated_at = now()
+  model_version = EXCLUDED.model_version, state = EXCLUDED.state, last_ts_utc_ms = EXCLUDED.last_ts_utc_ms, updated_at = now(),
+  state_index = NULL, state_hash = NULL, state_version = NULL
 WHERE p.last_index < EXCLUDED.last_index`
+
+// moveHeadsSQL moves stored heads without a state of their own, never
+// lowering a stored last index: the stored state stays, and names the head
+// it is the state after (the old row's own, unless it named an earlier one
+// already). A stream with no stored head gets none: its first head carries
+// its state, and the runner never sends one without.
+const moveHeadsSQL = `UPDATE projector_streams AS p SET
+  document_type = u.ty, last_index = u.i, hash = u.h, model_version = u.v, last_ts_utc_ms = u.ts, updated_at = now(),
+  state_index = COALESCE(p.state_index, p.last_index), state_hash = COALESCE(p.state_hash, p.hash),
+  state_version = COALESCE(p.state_version, p.model_version)
+FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::int[], $9::bigint[]) AS u(d, s, b, ty, i, h, v, ts)
+WHERE p.projector = $1 AND p.document_id = u.d AND p.scope = u.s AND p.branch = u.b AND p.last_index < u.i`
 
 // PutHeadsIfNewer upserts heads, never lowering a stored last index.
 func (t *tx) PutHeadsIfNewer(ctx context.Context, projector string, heads []projectors.Head) (int, error) {
-	if len(heads) == 0 {
-		return 0, nil
+	n := 0
+	for _, w := range headWrites(projector, heads) {
+		tag, err := t.conn.Exec(ctx, w.sql, w.args...)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", w.what, err)
+		}
+		n += int(tag.RowsAffected())
 	}
-	tag, err := t.conn.Exec(ctx, putHeadsSQL, headArgs(projector, heads)...)
-	if err != nil {
-		return 0, fmt.Errorf("store %d stream heads: %w", len(heads), err)
-	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // QueueHeadsIfNewer is PutHeadsIfNewer sent with the commit (Queue).
 func (t *tx) QueueHeadsIfNewer(projector string, heads []projectors.Head) {
-	if len(heads) > 0 {
-		t.queued = append(t.queued, queued{what: fmt.Sprintf("store %d stream heads", len(heads)), sql: putHeadsSQL, args: headArgs(projector, heads)})
-	}
+	t.queued = append(t.queued, headWrites(projector, heads)...)
 }
 
-// headArgs are putHeadsSQL's arguments.
-func headArgs(projector string, heads []projectors.Head) []any {
+// headWrites are the statements that store heads: one for those with a
+// state (putHeadsSQL), one for those without (moveHeadsSQL).
+func headWrites(projector string, heads []projectors.Head) []queued {
+	var with, without []projectors.Head
+	for _, h := range heads {
+		if h.State != nil {
+			with = append(with, h)
+		} else {
+			without = append(without, h)
+		}
+	}
+	var out []queued
+	if len(with) > 0 {
+		out = append(out, queued{what: fmt.Sprintf("store %d stream heads", len(with)), sql: putHeadsSQL, args: headArgs(projector, with, true)})
+	}
+	if len(without) > 0 {
+		out = append(out, queued{what: fmt.Sprintf("move %d stream heads", len(without)), sql: moveHeadsSQL, args: headArgs(projector, without, false)})
+	}
+	return out
+}
+
+// headArgs are putHeadsSQL's arguments, or moveHeadsSQL's without the
+// states.
+func headArgs(projector string, heads []projectors.Head, withState bool) []any {
 	n := len(heads)
 	d, s, b := make([]string, n), make([]string, n), make([]string, n)
 	types, hashes, states := make([]string, n), make([]string, n), make([]string, n)
@@ -426,6 +471,9 @@ func headArgs(projector string, heads []projectors.Head) []any {
 		d[i], s[i], b[i] = h.Stream.DocumentID, h.Stream.Scope, h.Stream.Branch
 		types[i], hashes[i], states[i] = h.DocumentType, h.Hash, string(h.State)
 		idx[i], ts[i], versions[i] = h.LastIndex, h.LastTimestampUtcMs, int32(h.Version)
+	}
+	if !withState {
+		return []any{projector, d, s, b, types, idx, hashes, versions, ts}
 	}
 	return []any{projector, d, s, b, types, idx, hashes, versions, states, ts}
 }

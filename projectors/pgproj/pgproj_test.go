@@ -3,6 +3,7 @@ package pgproj_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -256,4 +257,83 @@ func TestBatchPlansAvoidSequentialScans(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, `SHOW enable_seqscan`).Scan(&after))
 		require.Equal(t, "on", after)
 	}
+}
+
+// A head stored without its state keeps the stored one, which then names
+// the head it is the state of, across several such heads; a head with a
+// state clears it; a stream's first head is stored only with its state.
+func TestHeadWithoutStateKeepsTheStoredOne(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	ctx := context.Background()
+	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	s := pgproj.New(pool)
+	k := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	head := func(i int64, state string) projectors.Head {
+		h := projectors.Head{Stream: k, DocumentType: "t", LastIndex: i, Hash: fmt.Sprintf("h%d", i), Version: int(i/10 + 1), LastTimestampUtcMs: i}
+		if state != "" {
+			h.State = json.RawMessage(state)
+		}
+		return h
+	}
+	put := func(h projectors.Head) {
+		t.Helper()
+		require.NoError(t, s.InTx(ctx, nil, func(tx projectors.Tx) error {
+			tx.QueueHeadsIfNewer("p", []projectors.Head{h})
+			return nil
+		}))
+	}
+	stored := func() projectors.Head {
+		t.Helper()
+		var h projectors.Head
+		require.NoError(t, s.InTx(ctx, nil, func(tx projectors.Tx) error {
+			heads, err := tx.Heads(ctx, "p", []oplog.StreamKey{k})
+			h = heads[k]
+			return err
+		}))
+		return h
+	}
+
+	require.NoError(t, s.InTx(ctx, nil, func(tx projectors.Tx) error {
+		n, err := tx.PutHeadsIfNewer(ctx, "p", []projectors.Head{head(0, "")})
+		require.Zero(t, n, "a first head without a state is not stored")
+		return err
+	}))
+	require.Empty(t, stored().Stream.DocumentID)
+
+	put(head(3, `{"a":3}`))
+	h := stored()
+	require.Nil(t, h.StateAt)
+	require.JSONEq(t, `{"a":3}`, string(h.State))
+
+	put(head(12, ""))
+	put(head(15, ""))
+	h = stored()
+	require.Equal(t, int64(15), h.LastIndex)
+	require.Equal(t, "h15", h.Hash)
+	require.Equal(t, 2, h.Version)
+	require.Equal(t, &projectors.HeadRef{LastIndex: 3, Hash: "h3", Version: 1}, h.StateAt)
+	require.JSONEq(t, `{"a":3}`, string(h.State))
+	st, err := h.StreamState()
+	require.NoError(t, err)
+	require.Equal(t, int64(4), st.Revision, "the state decodes at the head it is the state of")
+	require.Equal(t, "h3", st.Hash)
+	require.Equal(t, 1, st.Version)
+
+	// Claim leaves out a state the caller holds, and still names its head.
+	require.NoError(t, s.InTx(ctx, nil, func(tx projectors.Tx) error {
+		heads, _, err := tx.Claim(ctx, "p", []oplog.StreamKey{k}, map[oplog.StreamKey]projectors.HeadRef{k: {LastIndex: 15, Hash: "h15", Version: 2}})
+		require.Nil(t, heads[k].State)
+		require.Equal(t, int64(3), heads[k].StateAt.LastIndex)
+		return err
+	}))
+
+	put(head(20, `{"a":20}`))
+	h = stored()
+	require.Nil(t, h.StateAt)
+	require.JSONEq(t, `{"a":20}`, string(h.State))
+	put(head(19, "")) // lower: changes nothing
+	require.Equal(t, int64(20), stored().LastIndex)
+	require.Nil(t, stored().StateAt)
 }
