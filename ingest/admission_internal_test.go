@@ -27,10 +27,17 @@ func TestAdmission(t *testing.T) {
 		{name: "as much work as drains in the bound", b: kafka.Backlog{Records: 1000, Capacity: 1000, MeasuredAt: now}, maxRecords: 100000, maxLag: time.Second},
 		{
 			// 1,500 jobs at 1,000/s: a job admitted now would wait 1.5s,
-			// though none has waited 500ms yet.
+			// though none has waited 500ms yet; 1,000 may wait (twice the
+			// bound's worth), so 500 must drain first.
 			name: "the work ahead passes the time bound before any job aged", b: kafka.Backlog{Records: 1500, Capacity: 1000, MeasuredAt: now},
-			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
-			message: "the executors are 1500 jobs behind (about 1.5s of work at the 1000 jobs/s they drain), more than the 500 they drain in the bound of 500ms; nothing was produced: retry after 1s",
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 500 * time.Millisecond, bound: boundSeconds,
+			message: "the executors are 1500 jobs behind (about 1.5s of work at the 1000 jobs/s they drain), more than the 1000 they drain in twice the bound of 500ms; nothing was produced: retry after 500ms",
+		},
+		{
+			// The capacity is a lower bound: twice the bound's worth at it
+			// may wait, for the group to show it drains more.
+			name: "twice the bound's work ahead at the capacity passes", b: kafka.Backlog{Records: 900, Capacity: 1000, MeasuredAt: now},
+			maxRecords: 100000, maxLag: 500 * time.Millisecond,
 		},
 		{
 			// No capacity measured yet: jobs of 50 actions weigh 53, and

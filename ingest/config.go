@@ -97,8 +97,8 @@ type Config struct {
 	// MaxExecutorLag bounds the executor group's backlog in time: while
 	// jobs older than this wait unprocessed (kafka.Backlog.Older, from the
 	// watcher behind Deps.Backlog, built with this as its MaxAge), or more
-	// jobs wait than the group drains in this time at its capacity, every
-	// submit is answered 429 executor_lag with a Retry-After, nothing
+	// jobs wait than the group drains in twice this time at its capacity,
+	// every submit is answered 429 executor_lag with a Retry-After, nothing
 	// produced. Default 300ms; negative: no bound.
 	MaxExecutorLag time.Duration
 	// MaxExecutorLagRecords bounds the same backlog in jobs (records of the
