@@ -27,16 +27,22 @@ func newPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
+// newStore is a runner store over a fresh migrated schema.
+func newStore(t *testing.T) *pgproj.Store {
+	t.Helper()
+	pool := newPool(t)
+	_, err := pgmigrate.Migrate(t.Context(), pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	return pgproj.New(pool)
+}
+
 func TestFenceAndHeads(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
 	ctx := context.Background()
-	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
-	require.NoError(t, err)
-	s := pgproj.New(pool)
+	s := newStore(t)
 
 	// No assignment yet: any epoch is stale.
-	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}}, func(projectors.Tx) error { return nil })
+	err := s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}}, func(projectors.Tx) error { return nil })
 	var fe *projectors.FencedError
 	require.ErrorAs(t, err, &fe)
 
@@ -264,11 +270,8 @@ func TestBatchPlansAvoidSequentialScans(t *testing.T) {
 // state clears it; a stream's first head is stored only with its state.
 func TestHeadWithoutStateKeepsTheStoredOne(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
 	ctx := context.Background()
-	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
-	require.NoError(t, err)
-	s := pgproj.New(pool)
+	s := newStore(t)
 	k := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
 	head := func(i int64, state string) projectors.Head {
 		h := projectors.Head{Stream: k, DocumentType: "t", LastIndex: i, Hash: fmt.Sprintf("h%d", i), Version: int(i/10 + 1), LastTimestampUtcMs: i}
