@@ -59,11 +59,13 @@ type Backlog struct {
 	// last second or so; 0 when it made no progress.
 	Rate float64
 	// Capacity is the fastest Rate measured in the last two seconds
-	// during which the group stayed busy (records waiting throughout):
-	// what it drains when it has work, in records of the weight produced
-	// lately (see Produced). 0 until such a rate was measured, and again
-	// once the group has been idle (nothing waiting) for two seconds since;
-	// when the group stalls it keeps its last value, since a stalled
+	// during which the group stayed behind (records older than MaxAge
+	// waiting at every measurement; without a MaxAge, any record
+	// waiting): what it drains when it has more work than it keeps up
+	// with, in records of the weight produced lately (see Produced). 0
+	// until such a rate was measured, and again once the group has not
+	// been behind for two seconds since; when the group stalls it keeps
+	// its last value (while its records count in Older), since a stalled
 	// group's backlog is no less work.
 	Capacity float64
 	// Weight is the weight of a record produced lately (see Produced), 1
@@ -98,8 +100,9 @@ type BacklogConfig struct {
 	Interval time.Duration
 	// MaxAge, when positive, makes each measurement also count the
 	// waiting records older than it (Backlog.Older), with one more
-	// request: the offsets of the first records at or after now−MaxAge.
-	// Default 0: not counted.
+	// request: the offsets of the first records at or after now−MaxAge;
+	// the capacity then counts only windows in which such records waited
+	// throughout. Default 0: not counted, and any record waiting counts.
 	MaxAge time.Duration
 	// Logger logs failed measurements. Default: none.
 	Logger *zap.Logger
@@ -160,6 +163,7 @@ type sample struct {
 	at        time.Time
 	committed int64 // the sum over partitions of the committed offsets
 	lag       int64
+	older     int64 // Backlog.Older at the measurement
 }
 
 type peak struct {
@@ -348,6 +352,7 @@ func (w *BacklogWatcher) measure(ctx context.Context) {
 			older += o.Offset - committed
 		}
 	}
+	s.older = older
 	b := w.add(s)
 	b.Older = older
 	w.last.Store(&measurement{Backlog: b, produced: produced})
@@ -383,7 +388,7 @@ func (w *BacklogWatcher) weightPerRecord() float64 {
 
 // add records a sample and derives the backlog from it: the drain rate over
 // the last rateWindow, and the capacity from the rates of windows the group
-// was busy throughout.
+// was behind throughout (behind).
 func (w *BacklogWatcher) add(s sample) Backlog {
 	w.samples = append(w.samples, s)
 	// Keep the newest sample at least rateWindow old as the window's start.
@@ -396,7 +401,7 @@ func (w *BacklogWatcher) add(s sample) Backlog {
 		b.Rate = float64(s.committed-first.committed) / span.Seconds()
 		busy := span >= rateWindow/2
 		for _, x := range w.samples {
-			busy = busy && x.lag > 0
+			busy = busy && w.behind(x)
 		}
 		if busy && b.Rate > 0 {
 			w.peaks = append(w.peaks, peak{at: s.at, work: b.Rate * w.weightPerRecord()})
@@ -413,9 +418,10 @@ func (w *BacklogWatcher) add(s sample) Backlog {
 	// measured before may be far below what it does now, and a caller
 	// refusing by it would never let it be busy enough to measure another:
 	// a capacity taken from jobs of 200 KB held jobs of 100 bytes to one at
-	// a time. Idle, it forgets peaks older than the window, until it is
-	// busy again; a stall (records waiting, no progress) keeps them.
-	if s.lag == 0 {
+	// a time. Not behind, it forgets peaks older than the window, until
+	// it is behind again; a stall (records waiting and ageing, no
+	// progress) keeps them.
+	if !w.behind(s) {
 		cut := s.at.Add(-capacityWindow)
 		w.peaks = slices.DeleteFunc(w.peaks, func(p peak) bool { return p.at.Before(cut) })
 	}
@@ -423,4 +429,18 @@ func (w *BacklogWatcher) add(s sample) Backlog {
 		b.Capacity = max(b.Capacity, p.work/w.weightPerRecord())
 	}
 	return b
+}
+
+// behind reports whether the group was behind at s: records older than
+// MaxAge waited, or, without a MaxAge, any record. Records merely waiting
+// do not show it: a group held below what it drains (by a caller refusing
+// by its capacity) has records waiting at every measurement, as does one
+// that drained within the window all a burst gave it, and a capacity
+// taken from either is the rate it was given, not what it drains; held to
+// that, it drains as little again.
+func (w *BacklogWatcher) behind(s sample) bool {
+	if w.cfg.MaxAge > 0 {
+		return s.older > 0
+	}
+	return s.lag > 0
 }

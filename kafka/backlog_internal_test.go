@@ -129,3 +129,54 @@ func TestBacklogCapacityFollowsTheWeightOfRecords(t *testing.T) {
 	w.weigh()
 	require.InDelta(t, 50, w.weightPerRecord(), 0.01)
 }
+
+// With a MaxAge, a window counts towards the capacity only when records
+// older than it waited throughout: a group that has records waiting at
+// every measurement but keeps up with them (none aged) shows the rate it
+// was given, not what it drains, and a capacity measured while it was
+// behind lapses once it has kept up for the window; a stall keeps it.
+func TestBacklogCapacityCountsOnlyWhileBehind(t *testing.T) {
+	w := &BacklogWatcher{cfg: BacklogConfig{MaxAge: 300 * time.Millisecond}}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var b Backlog
+	// Kept up with: 100 records waiting at every measurement, none older
+	// than MaxAge, 50 committed per 100 ms.
+	for i := 0; i <= 20; i++ {
+		b = w.add(sample{at: at(100 * i), committed: int64(50 * i), lag: 100})
+	}
+	require.InDelta(t, 500, b.Rate, 1)
+	require.Zero(t, b.Capacity, "a group keeping up has shown no capacity")
+
+	// Behind: records older than MaxAge throughout, 400 committed per 100 ms.
+	base := int64(50 * 20)
+	for i := 21; i <= 40; i++ {
+		b = w.add(sample{at: at(100 * i), committed: base + int64(400*(i-20)), lag: 3000, older: 800})
+	}
+	require.InDelta(t, 4000, b.Capacity, 1)
+
+	// Kept up with again: the capacity is held for the window, then lapses.
+	base += 400 * 20
+	for i := 41; i <= 50; i++ {
+		b = w.add(sample{at: at(100 * i), committed: base + int64(50*(i-40)), lag: 100})
+	}
+	require.InDelta(t, 4000, b.Capacity, 1, "within the window of the last peak")
+	for i := 51; i <= 70; i++ {
+		b = w.add(sample{at: at(100 * i), committed: base + int64(50*(i-40)), lag: 100})
+	}
+	require.Zero(t, b.Capacity, "kept up with for longer than the window")
+
+	// Behind again, then stalled: no progress, the records ageing; the
+	// capacity stays.
+	base += 50 * 30
+	for i := 71; i <= 90; i++ {
+		b = w.add(sample{at: at(100 * i), committed: base + int64(300*(i-70)), lag: 3000, older: 900})
+	}
+	require.InDelta(t, 3000, b.Capacity, 1)
+	base += 300 * 20
+	for i := 91; i <= 130; i++ {
+		b = w.add(sample{at: at(100 * i), committed: base, lag: 3000, older: 3000})
+	}
+	require.Zero(t, b.Rate)
+	require.InDelta(t, 3000, b.Capacity, 1, "a stall keeps the capacity")
+}
