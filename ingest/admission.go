@@ -81,9 +81,8 @@ const maxSpread = 2 * time.Second
 // older than it still wait (b.Older, measured against maxLag by the
 // watcher), or when the jobs waiting are more than the group drains in
 // aheadHeadroom × maxLag at its capacity (a job admitted now would wait
-// longer); the
-// records bound when the backlog exceeds it. A measurement older than stale
-// (or none) is not acted on. spread, when set, turns the wait the excess
+// longer); the records bound when the backlog exceeds it. A measurement
+// older than stale (or none) is not acted on. spread, when set, turns the wait the excess
 // needs into the one advised (retrySlots.wait).
 func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Duration, now time.Time,
 	spread func(d time.Duration, rate float64) time.Duration,

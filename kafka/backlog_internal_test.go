@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// at is the time of a sample ms milliseconds into a test's measurements.
+func at(ms int) time.Time { return time.Unix(1000, 0).Add(time.Duration(ms) * time.Millisecond) }
+
 // The drain rate is the committed offsets' progress over about a second;
 // the capacity is the fastest rate of a window the group was busy
 // throughout, kept while the group stalls and while it idles.
 func TestBacklogRateAndCapacity(t *testing.T) {
 	w := &BacklogWatcher{}
-	t0 := time.Unix(1000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
 	// Busy: 1,000 records waiting throughout, 500 committed per 100ms.
 	var b Backlog
@@ -95,8 +96,6 @@ func TestBacklogCountsReservations(t *testing.T) {
 // measured number again once those are produced no more.
 func TestBacklogCapacityFollowsTheWeightOfRecords(t *testing.T) {
 	w := &BacklogWatcher{}
-	t0 := time.Unix(1000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	// Busy with light records: 200 committed per 100 ms.
 	w.Produced(1000, 1000)
 	w.weigh()
@@ -137,8 +136,6 @@ func TestBacklogCapacityFollowsTheWeightOfRecords(t *testing.T) {
 // behind lapses once it has kept up for the window; a stall keeps it.
 func TestBacklogCapacityCountsOnlyWhileBehind(t *testing.T) {
 	w := &BacklogWatcher{cfg: BacklogConfig{MaxAge: 300 * time.Millisecond}}
-	t0 := time.Unix(1000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	var b Backlog
 	// Kept up with: 100 records waiting at every measurement, none older
 	// than MaxAge, 50 committed per 100 ms.

@@ -464,16 +464,20 @@ func headWrites(projector string, heads []projectors.Head) []queued {
 func headArgs(projector string, heads []projectors.Head, withState bool) []any {
 	n := len(heads)
 	d, s, b := make([]string, n), make([]string, n), make([]string, n)
-	types, hashes, states := make([]string, n), make([]string, n), make([]string, n)
+	types, hashes := make([]string, n), make([]string, n)
 	idx, ts := make([]int64, n), make([]int64, n)
 	versions := make([]int32, n)
 	for i, h := range heads {
 		d[i], s[i], b[i] = h.Stream.DocumentID, h.Stream.Scope, h.Stream.Branch
-		types[i], hashes[i], states[i] = h.DocumentType, h.Hash, string(h.State)
+		types[i], hashes[i] = h.DocumentType, h.Hash
 		idx[i], ts[i], versions[i] = h.LastIndex, h.LastTimestampUtcMs, int32(h.Version)
 	}
 	if !withState {
 		return []any{projector, d, s, b, types, idx, hashes, versions, ts}
+	}
+	states := make([]string, n)
+	for i, h := range heads {
+		states[i] = string(h.State)
 	}
 	return []any{projector, d, s, b, types, idx, hashes, versions, states, ts}
 }
