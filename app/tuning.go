@@ -227,7 +227,7 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 	b.duration(&i.ShutdownTimeout, "ingest-shutdown-timeout", ingest.DefaultShutdownTimeout, time.Nanosecond,
 		"bound on finishing in-flight requests at a stop: raising it lets long waits finish at the cost of slower stops")
 	b.duration(&i.MaxExecutorLag, "ingest-max-executor-lag", ingest.DefaultMaxExecutorLag, -1,
-		"longest wait of a job for the executor group: while older jobs wait unprocessed, or more than the group drains in this time, submits are answered 429 executor_lag with a Retry-After (negative: no bound): raising it lets bursts through unrefused at the cost of longer waits to READ_READY when the executors fall behind")
+		"longest wait of a job for the executor group: while older jobs wait unprocessed, or more than the group drains in twice this time, submits are answered 429 executor_lag with a Retry-After (negative: no bound): raising it lets bursts through unrefused at the cost of longer waits to READ_READY when the executors fall behind")
 	b.int64(&i.MaxExecutorLagRecords, "ingest-max-executor-lag-records", ingest.DefaultMaxExecutorLagRecords, -1,
 		"most jobs waiting for the executor group over all partitions, however young, past which submits are refused the same way (negative: no bound): raising it lets larger bursts through at the cost of a longer backlog")
 	b.duration(&i.ExecutorLagInterval, "ingest-executor-lag-interval", ingest.DefaultExecutorLagInterval, time.Nanosecond,
