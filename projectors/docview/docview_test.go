@@ -2,6 +2,8 @@ package docview_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -133,4 +135,44 @@ func TestGetAndReadReady(t *testing.T) {
 	require.JSONEq(t, `{"x":1}`, string(got.Scopes[oplog.ScopeGlobal].State))
 	require.Equal(t, rec.Streams[0].Hashes[0], got.Scopes[rec.Streams[0].Stream.Scope].Hash)
 	require.Positive(t, got.LastModifiedUtcMs)
+}
+
+// A state of 64 KiB and more is upserted in a statement of its own: in one
+// batch with small ones, both are stored, a later operation replaces it,
+// and a redelivered older head does not lower it.
+func TestLargeAndSmallStatesInOneBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	d := b.create(t, "big", "big")
+	big := make(map[string]any, 1200)
+	for i := range 1200 {
+		big[fmt.Sprintf("item-%04d", i)] = map[string]any{"title": "a record of moderate length", "n": i}
+	}
+	first, err := b.w.Job(d, b.w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, big),
+		b.w.Action(oplog.ScopeLocal, jsondoc.ActionMergePatch, map[string]any{"y": 2}))
+	require.NoError(t, err)
+	b.publish(t, first)
+	got, err := b.view.Get(ctx, "big", oplog.DefaultBranch)
+	require.NoError(t, err)
+	global := got.Scopes[oplog.ScopeGlobal]
+	require.Greater(t, len(global.State), 64<<10, "the global state is large")
+	var state map[string]any
+	require.NoError(t, json.Unmarshal(global.State, &state))
+	require.Len(t, state, 1200)
+	require.JSONEq(t, `{"y":2}`, string(got.Scopes[oplog.ScopeLocal].State))
+	require.Equal(t, map[string]int64{oplog.ScopeDocument: 1, oplog.ScopeGlobal: 1, oplog.ScopeLocal: 1}, got.Revision)
+
+	second, err := b.w.Job(d, b.w.Action(oplog.ScopeGlobal, jsondoc.ActionMergePatch, map[string]any{"item-0007": map[string]any{"n": -7}}))
+	require.NoError(t, err)
+	b.publish(t, second)
+	b.env.Publish(first) // redelivered: its heads are older than the stored ones
+	b.publish(t, second)
+	got, err = b.view.Get(ctx, "big", oplog.DefaultBranch)
+	require.NoError(t, err)
+	global = got.Scopes[oplog.ScopeGlobal]
+	require.NoError(t, json.Unmarshal(global.State, &state))
+	require.Equal(t, map[string]any{"title": "a record of moderate length", "n": -7.0}, state["item-0007"])
+	require.Equal(t, second.Streams[0].Hashes[0], global.Hash)
+	require.EqualValues(t, 2, got.Revision[oplog.ScopeGlobal])
 }
