@@ -115,6 +115,7 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 	}
 	state := st.State
 	prev := st.validCanon()
+	inPlace := false // the reducer changes objects of st.State itself
 	switch {
 	case st.empty():
 		state, prev = m.InitialState(st.Stream.Scope), nil
@@ -154,7 +155,7 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 		}
 		prev = nil
 	case st.persistent:
-		state = copyPaths(state, touched)
+		state, inPlace = copyPaths(state, touched, st.ownershipFor())
 	}
 	call := Call{Action: a, Input: input, Stream: st.Stream, Index: st.Revision, Version: version}
 	err = guard(func() error {
@@ -170,8 +171,10 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 		switch {
 		case errors.As(err, &bv), errors.As(err, &ii):
 			// A reducer refuses before it writes (the Model contract), so
-			// the state is intact, unless an upgrade ran just now.
-			if st.Version != version && st.Revision > 0 {
+			// the state is intact, unless an upgrade ran just now. A
+			// reducer that wrote before refusing would have changed
+			// objects st.State holds: in place, the state is not trusted.
+			if st.Version != version && st.Revision > 0 || inPlace {
 				st.poisoned = true
 			}
 		case declared(err):

@@ -30,8 +30,11 @@
 // only the copies, and the new canonical bytes are the old ones with the
 // touched members re-encoded and the runs between them copied; SHA-256
 // resumes from a saved digest state (every 16 KB) before the first changed
-// byte. Such a state is persistent, never changed in place, so Clone shares
-// it. The hash stays the contract's, SHA-256 of the whole canonical JSON,
+// byte. Such a state is persistent, never changed in place where it may be
+// shared, so Clone shares it; the copies Apply made since the last Clone
+// are the state's own, and later actions on the same paths change them in
+// place, so a replay or a job's actions copy an object of a path once, not
+// once per operation. The hash stays the contract's, SHA-256 of the whole canonical JSON,
 // and what a change costs is its path's encoding plus copying and digesting
 // the bytes after it. An undeclared action copies, reduces and encodes the
 // whole state, as before.

@@ -106,19 +106,29 @@ func newTrie(paths []Path) *trie {
 }
 
 // copyPaths returns state with every object on the paths of t copied and
-// every value at the end of a path deep-copied, sharing everything else.
-func copyPaths(state any, t *trie) any {
+// the copies added to own, except the objects own holds already: those only
+// this tree holds, which the reducer may change in place. inPlace reports
+// that one was not copied.
+func copyPaths(state any, t *trie, own *ownership) (next any, inPlace bool) {
 	m, ok := state.(map[string]any)
 	if t.whole || !ok {
-		return CloneJSON(state)
+		return CloneJSON(state), false
 	}
-	c := maps.Clone(m)
+	c := m
+	if own.owns(m) {
+		inPlace = true
+	} else {
+		c = maps.Clone(m)
+		own.add(c)
+	}
 	for k, sub := range t.kids {
 		if v, ok := c[k]; ok {
-			c[k] = copyPaths(v, sub)
+			var kidInPlace bool
+			c[k], kidInPlace = copyPaths(v, sub, own)
+			inPlace = inPlace || kidInPlace
 		}
 	}
-	return c
+	return c, inPlace
 }
 
 // encoder builds canonical encodings and their indexes.

@@ -266,11 +266,31 @@ func runProperty(t testing.TB, reg *model.Registry, seed uint64, steps int) {
 	apply := func(typ string, input any) {
 		a := oplog.Action{ID: fmt.Sprint("a", len(ops)), Type: typ, Scope: oplog.ScopeGlobal, Input: mustJSON(input)}
 		// The executor applies each job to a copy, so a failed job leaves
-		// the head as it was.
-		next := st.Clone()
+		// the head as it was. Half the time the action goes to the state
+		// itself instead, as a job's later actions and a projector's
+		// replay do: the objects an earlier action copied are then changed
+		// in place, and a refusal may leave the state poisoned, to be
+		// reloaded.
+		next := st
+		var before oplog.Keyframe
+		if g.r.IntN(2) == 0 {
+			next = st.Clone()
+		} else if st.Revision > 0 {
+			var err error
+			before, err = st.Keyframe()
+			require.NoError(t, err)
+		}
 		res, err := reg.Apply(doc, next, &a)
 		if err != nil {
-			require.False(t, next.Poisoned(), "%s %s: %v", typ, a.Input, err)
+			if next != st {
+				require.False(t, next.Poisoned(), "%s %s: %v", typ, a.Input, err)
+				return
+			}
+			if st.Poisoned() {
+				st, err = model.FromKeyframe(before)
+				require.NoError(t, err)
+			}
+			checkFull(t, st, fmt.Sprintf("seed %d after the refused %s %s", seed, typ, a.Input))
 			return
 		}
 		ops = append(ops, oplog.Operation{OpID: a.ID, DocumentID: "doc", DocumentType: "test/property", Scope: key.Scope,

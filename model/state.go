@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync/atomic"
+	"unsafe"
 
 	oplog "github.com/doclog/doclog/log"
 )
@@ -15,9 +17,11 @@ import (
 // mutate its State tree, so a StreamState has exactly one owner at a time.
 // The executor applies each job to a Clone of the head, and the write cache
 // takes the result back after the append commits. A persistent state (its
-// last action declared what it touches) is never changed in place, so its
-// Clone shares the tree; anyone else changing State must replace it, never
-// change it in place, or the kept canonical bytes would no longer match it.
+// last action declared what it touches) is never changed in place where it
+// may be shared, so its Clone shares the tree: only the objects Apply copied
+// since the last Clone are changed in place again. Anyone else changing
+// State must replace it, never change it in place, or the kept canonical
+// bytes would no longer match it.
 type StreamState struct {
 	Stream       oplog.StreamKey
 	DocumentType string
@@ -44,6 +48,52 @@ type StreamState struct {
 	// persistent marks a State that is never changed in place: Apply copies
 	// what an action touches, so a Clone may share the tree.
 	persistent bool
+	// own is the objects of a persistent State that Apply copied since the
+	// tree was last shared, which only this StreamState holds; nil when none.
+	own *ownership
+}
+
+// ownership is the set of objects a StreamState's tree holds alone: those
+// Apply copied on a declared path since the tree was last shared. A later
+// action on the same path changes them in place instead of copying them
+// again, so replaying a stream's operations, or applying a job's actions,
+// copies each object of a path once rather than once per operation: on a
+// state whose root has 12,000 members that copy was most of an operation's
+// cost. Clone, which shares the tree, marks the set shared; from then on
+// neither side changes any of it in place.
+type ownership struct {
+	maps map[unsafe.Pointer]struct{}
+	// shared is set by Clone, which may run on a state other goroutines
+	// read (a cached head), hence atomic.
+	shared atomic.Bool
+}
+
+// maxOwned bounds an ownership set. Objects a later action removed from
+// the tree stay in the set until it is dropped; past this many, the set
+// starts again, and the next actions copy their paths once more.
+const maxOwned = 4096
+
+// owns reports whether m is in the set.
+func (o *ownership) owns(m map[string]any) bool {
+	if o == nil || o.shared.Load() {
+		return false
+	}
+	_, ok := o.maps[reflect.ValueOf(m).UnsafePointer()]
+	return ok
+}
+
+// add puts m, a copy only this tree holds, in the set.
+func (o *ownership) add(m map[string]any) {
+	o.maps[reflect.ValueOf(m).UnsafePointer()] = struct{}{}
+}
+
+// ownershipFor returns st's set, a new one when it has none, its set was
+// shared, or it grew past maxOwned.
+func (s *StreamState) ownershipFor() *ownership {
+	if s.own == nil || s.own.shared.Load() || len(s.own.maps) >= maxOwned {
+		s.own = &ownership{maps: make(map[unsafe.Pointer]struct{})}
+	}
+	return s.own
 }
 
 // NewStreamState is the state of an empty stream.
@@ -65,7 +115,11 @@ func (s *StreamState) Poisoned() bool { return s.poisoned }
 // in place, so the copy shares it and costs nothing. Any other state is
 // copied deeply.
 func (s *StreamState) Clone() *StreamState {
+	if s.own != nil {
+		s.own.shared.Store(true)
+	}
 	c := *s
+	c.own = nil
 	if !s.persistent {
 		c.State = CloneJSON(s.State)
 		c.canon = nil

@@ -125,7 +125,8 @@ type Change struct {
 	From       int64
 	Operations []oplog.Operation
 	// State is the verified state after the last operation; Head.State is
-	// its canonical JSON.
+	// its canonical JSON. The runner goes on applying to it after Apply
+	// returns: a projector that keeps it takes a Clone.
 	State *model.StreamState
 	Head  Head
 }
