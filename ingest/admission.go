@@ -39,6 +39,9 @@ const jobOverhead = 3
 // 1,700 jobs of fifty actions, four seconds of work.
 const unmeasuredWork = 8000
 
+// unmeasuredSeconds is how long unmeasuredWork takes at those rates.
+const unmeasuredSeconds = 0.5
+
 // jobWeight is the work a job stands for in the backlog's capacity: its
 // operations and the overhead of a job.
 func jobWeight(j *record.Job) int {
@@ -144,30 +147,35 @@ func admission(b kafka.Backlog, maxRecords int64, maxLag, stale, floor time.Dura
 	return &APIError{Status: http.StatusTooManyRequests, Code: CodeExecutorLag, Message: msg}, retryAfter, bound
 }
 
-// retryAfterFor is the time the group needs to drain excess records: at its
-// capacity, else at its current rate, from floor (the watcher's interval:
-// no fresher figure comes sooner) to maxRetryAfter. A group with no known
-// rate gets one second: it may be back at any moment, and a refusal costs
-// little.
+// retryAfterFor is the time the group needs to drain excess records, at
+// drainRate, from floor (the watcher's interval: no fresher figure comes
+// sooner) to maxRetryAfter.
 func retryAfterFor(excess float64, b kafka.Backlog, floor time.Duration) time.Duration {
-	rate := drainRate(b)
-	if rate <= 0 {
-		return time.Second
-	}
-	ms := math.Ceil(excess / rate * 1000)
+	ms := math.Ceil(excess / drainRate(b) * 1000)
 	if ms >= float64(maxRetryAfter/time.Millisecond) {
 		return maxRetryAfter
 	}
 	return max(time.Duration(ms)*time.Millisecond, floor)
 }
 
-// drainRate is the group's capacity, else its current rate; 0 when neither
-// is known.
+// drainRate is the group's capacity; until one is measured, its current
+// rate or the rate unmeasuredWork assumes, whichever is higher. The current
+// rate of a group that has just started to work counts the idle seconds
+// before in its window: taken alone, it told the clients of a group
+// draining 5,000 jobs a second to come back in up to two seconds, and the
+// group idled while they waited. The assumed rate only brings a refused
+// client back sooner; what is admitted is still decided by the backlog.
 func drainRate(b kafka.Backlog) float64 {
 	if b.Capacity > 0 {
 		return b.Capacity
 	}
-	return b.Rate
+	return max(b.Rate, unmeasuredRate(b))
+}
+
+// unmeasuredRate is the rate in jobs a second at which unmeasuredWork
+// drains in unmeasuredSeconds, at the backlog's weight per job.
+func unmeasuredRate(b kafka.Backlog) float64 {
+	return unmeasuredWork / unmeasuredSeconds / max(b.Weight, 1)
 }
 
 // retrySlots spreads the clients that refusals send away over the group's

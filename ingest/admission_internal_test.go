@@ -41,10 +41,11 @@ func TestAdmission(t *testing.T) {
 		},
 		{
 			// No capacity measured yet: jobs of 50 actions weigh 53, and
-			// 8,000 of that may wait, 150 jobs.
+			// 8,000 of that may wait, 150 jobs. The 50 more drain in 166ms
+			// at the rate that assumes (8,000 in half a second, 302 jobs/s).
 			name: "before the capacity is known, the work waiting is bounded", b: kafka.Backlog{Records: 200, Weight: 53, MeasuredAt: now},
-			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: time.Second, bound: boundSeconds,
-			message: "the executors are 200 jobs behind, more than the 150 that may wait before their drain rate is known; nothing was produced: retry after 1s",
+			maxRecords: 100000, maxLag: 500 * time.Millisecond, retryAfter: 166 * time.Millisecond, bound: boundSeconds,
+			message: "the executors are 200 jobs behind, more than the 150 that may wait before their drain rate is known; nothing was produced: retry after 166ms",
 		},
 		{name: "before the capacity is known, light jobs pass", b: kafka.Backlog{Records: 1900, Weight: 4, MeasuredAt: now}, maxRecords: 100000, maxLag: 500 * time.Millisecond},
 		{name: "a slow group may always hold one job", b: kafka.Backlog{Records: 1, Capacity: 0.5, MeasuredAt: now}, maxRecords: 100000, maxLag: 500 * time.Millisecond},
@@ -78,14 +79,24 @@ func TestAdmission(t *testing.T) {
 			maxRecords: 100000, maxLag: -1,
 		},
 		{
-			// No rate known yet: the client is told a second.
+			// No rate known yet: at the rate unmeasuredWork assumes (16,000
+			// jobs/s of weight 1) the 200 drain in 12.5ms, under the floor.
 			name: "past the records bound, no rate known", b: kafka.Backlog{Records: 1200, MeasuredAt: now},
-			maxRecords: 1000, maxLag: time.Second, retryAfter: time.Second, bound: boundRecords,
-			message: "the executors are 1200 jobs behind, past the bound of 1000 jobs; nothing was produced: retry after 1s",
+			maxRecords: 1000, maxLag: time.Second, retryAfter: 100 * time.Millisecond, bound: boundRecords,
+			message: "the executors are 1200 jobs behind, past the bound of 1000 jobs; nothing was produced: retry after 100ms",
 		},
 		{
-			name: "past the records bound, the current rate known", b: kafka.Backlog{Records: 5000, Rate: 1000, MeasuredAt: now},
-			maxRecords: 1000, maxLag: time.Second, retryAfter: 4 * time.Second, bound: boundRecords,
+			// Heavy jobs: the current rate, 1,000/s, is above the 302/s
+			// assumed, and 4,000 take 4s at it.
+			name: "past the records bound, the current rate known", b: kafka.Backlog{Records: 5000, Rate: 1000, Weight: 53, MeasuredAt: now},
+			maxRecords: 1000, maxLag: -1, retryAfter: 4 * time.Second, bound: boundRecords,
+		},
+		{
+			// A group just started: its current rate counts the idle
+			// seconds before, 100/s; light jobs are assumed to drain at
+			// 4,000/s, and 4,000 take a second.
+			name: "past the records bound, the current rate below the assumed one", b: kafka.Backlog{Records: 5000, Rate: 100, Weight: 4, MeasuredAt: now},
+			maxRecords: 1000, maxLag: time.Second, retryAfter: time.Second, bound: boundRecords,
 		},
 		{
 			// Both passed: the one farther away decides.
