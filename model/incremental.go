@@ -106,9 +106,10 @@ func newTrie(paths []Path) *trie {
 }
 
 // copyPaths returns state with every object on the paths of t copied and
-// the copies added to own, except the objects own holds already: those only
-// this tree holds, which the reducer may change in place. inPlace reports
-// that one was not copied.
+// the copies added to own, and every value at the end of a path
+// deep-copied, sharing everything else; an object own holds already is not
+// copied again (only this tree holds it, and the reducer may change it in
+// place). inPlace reports that one was not copied.
 func copyPaths(state any, t *trie, own *ownership) (next any, inPlace bool) {
 	m, ok := state.(map[string]any)
 	if t.whole || !ok {

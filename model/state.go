@@ -45,8 +45,9 @@ type StreamState struct {
 	// incremental; nil when unknown. It is valid only while State is the
 	// tree it encodes (canon.root), and never changed once made.
 	canon *canon
-	// persistent marks a State that is never changed in place: Apply copies
-	// what an action touches, so a Clone may share the tree.
+	// persistent marks a State that is never changed in place where it may
+	// be shared: Apply copies what an action touches (but what own holds),
+	// so a Clone may share the tree.
 	persistent bool
 	// own is the objects of a persistent State that Apply copied since the
 	// tree was last shared, which only this StreamState holds; nil when none.
