@@ -79,13 +79,13 @@ func (o *ownership) owns(m map[string]any) bool {
 	if o == nil || o.shared.Load() {
 		return false
 	}
-	_, ok := o.maps[reflect.ValueOf(m).UnsafePointer()]
+	_, ok := o.maps[mapID(m)]
 	return ok
 }
 
 // add puts m, a copy only this tree holds, in the set.
 func (o *ownership) add(m map[string]any) {
-	o.maps[reflect.ValueOf(m).UnsafePointer()] = struct{}{}
+	o.maps[mapID(m)] = struct{}{}
 }
 
 // ownershipFor returns st's set, a new one when it has none, its set was
@@ -207,9 +207,10 @@ func (s *StreamState) keep(c *canon) {
 }
 
 // sameMap reports whether a and b are the same map, not equal ones.
-func sameMap(a, b map[string]any) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
+func sameMap(a, b map[string]any) bool { return mapID(a) == mapID(b) }
+
+// mapID is m's identity: the same for every reference to one map.
+func mapID(m map[string]any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
 
 // CloneJSON deep-copies a JSON tree.
 func CloneJSON(v any) any {

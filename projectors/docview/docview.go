@@ -96,13 +96,42 @@ type snapshot struct {
 	deleted                 bool
 }
 
+// snapshotArrays are rows of document_snapshots column by column, the
+// parameters of one upsert of them all.
+type snapshotArrays struct {
+	docs, branches, scopes, types, states, hashes []string
+	versions                                      []int32
+	idx, modified                                 []int64
+	names, slugs                                  []*string
+	created, deletedAt                            []*int64
+	deleted                                       []bool
+}
+
+// newSnapshotArrays has room for n rows.
+func newSnapshotArrays(n int) *snapshotArrays {
+	return &snapshotArrays{
+		docs: make([]string, 0, n), branches: make([]string, 0, n), scopes: make([]string, 0, n), types: make([]string, 0, n),
+		states: make([]string, 0, n), hashes: make([]string, 0, n), versions: make([]int32, 0, n),
+		idx: make([]int64, 0, n), modified: make([]int64, 0, n), names: make([]*string, 0, n), slugs: make([]*string, 0, n),
+		created: make([]*int64, 0, n), deletedAt: make([]*int64, 0, n), deleted: make([]bool, 0, n),
+	}
+}
+
+func (a *snapshotArrays) add(r snapshot) {
+	a.docs, a.branches, a.scopes, a.types = append(a.docs, r.doc), append(a.branches, r.branch), append(a.scopes, r.scope), append(a.types, r.typ)
+	a.states, a.hashes, a.versions = append(a.states, string(r.state)), append(a.hashes, r.hash), append(a.versions, r.version)
+	a.idx, a.modified = append(a.idx, r.index), append(a.modified, r.modified)
+	a.names, a.slugs, a.created = append(a.names, r.name), append(a.slugs, r.slug), append(a.created, r.created)
+	a.deleted, a.deletedAt = append(a.deleted, r.deleted), append(a.deletedAt, r.deletedAt)
+}
+
 // Apply implements projectors.Projector: it upserts one snapshot row per
 // changed stream (only over a lower last index) and moves slugs, all sent
 // with the batch's commit (pgproj.Queue): the small states in one statement,
 // each large one in a statement of its own.
 func (p Projector) Apply(ctx context.Context, t projectors.Tx, changes []projectors.Change) error {
 	table := projectors.GenerationName("document_snapshots", p.Generation)
-	small := make([]snapshot, 0, len(changes))
+	small := newSnapshotArrays(len(changes))
 	for i := range changes {
 		c := &changes[i]
 		r := snapshot{
@@ -122,7 +151,7 @@ func (p Projector) Apply(ctx context.Context, t projectors.Tx, changes []project
 			}
 		}
 		if len(r.state) < largeState {
-			small = append(small, r)
+			small.add(r)
 			continue
 		}
 		err := pgproj.Queue(t, "docview: upsert the snapshot of "+c.Stream.String(), `INSERT INTO `+table+` AS s `+snapshotColumns+`
@@ -132,33 +161,16 @@ VALUES ($1, $2, $3, $4, $5, $6::json, $7, $8, $9, $10, $11, $12, $13, $14)`+onCo
 			return err
 		}
 	}
-	if len(small) == 0 {
+	n := len(small.docs)
+	if n == 0 {
 		return nil
 	}
-	return upsertSmall(t, table, small)
-}
-
-// upsertSmall queues the upsert of rows in one statement, column by column.
-func upsertSmall(t projectors.Tx, table string, rows []snapshot) error {
-	n := len(rows)
-	docs, branches, scopes, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	states, hashes := make([]string, n), make([]string, n)
-	versions := make([]int32, n)
-	idx, modified := make([]int64, n), make([]int64, n)
-	names, slugs := make([]*string, n), make([]*string, n)
-	created, deletedAt := make([]*int64, n), make([]*int64, n)
-	deleted := make([]bool, n)
-	for i, r := range rows {
-		docs[i], branches[i], scopes[i], types[i] = r.doc, r.branch, r.scope, r.typ
-		states[i], hashes[i], versions[i] = string(r.state), r.hash, r.version
-		idx[i], modified[i] = r.index, r.modified
-		names[i], slugs[i], created[i], deleted[i], deletedAt[i] = r.name, r.slug, r.created, r.deleted, r.deletedAt
-	}
+	a := small
 	return pgproj.Queue(t, fmt.Sprintf("docview: upsert %d snapshots", n), `INSERT INTO `+table+` AS s `+snapshotColumns+`
 SELECT d, b, sc, ty, v, st::json, i, h, m, nm, sl, cr, del, da
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
   $10::text[], $11::text[], $12::bigint[], $13::bool[], $14::bigint[]) AS u(d, b, sc, ty, v, st, i, h, m, nm, sl, cr, del, da)`+onConflictSQL,
-		docs, branches, scopes, types, versions, states, idx, hashes, modified, names, slugs, created, deleted, deletedAt)
+		a.docs, a.branches, a.scopes, a.types, a.versions, a.states, a.idx, a.hashes, a.modified, a.names, a.slugs, a.created, a.deleted, a.deletedAt)
 }
 
 // moveSlug keeps slug_mappings in line with a document scope change. A
