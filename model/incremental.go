@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 )
 
 // Incremental hashing. The hash is SHA-256 over the canonical JSON of the
@@ -57,6 +58,37 @@ type canon struct {
 	// checkpoints[i] is the marshalled digest state after enc[:(i+1)*checkpointBytes].
 	checkpoints [][]byte
 	hash        string
+	// refs counts the StreamStates that hold this encoding (1 when made;
+	// Clone adds one, a holder that replaces it or is discarded takes its
+	// one away). At 0 no one holds it, and enc's buffer is reused unless
+	// exported.
+	refs atomic.Int32
+	// exported marks bytes handed out by Canonical: they may be held
+	// anywhere, so their buffer is never reused.
+	exported atomic.Bool
+}
+
+// retain adds a holder, and reports false when the encoding has none left
+// (its buffer may be reused already: the new holder must not take it).
+func (c *canon) retain() bool {
+	for {
+		n := c.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release takes a holder away; the last one gives enc's buffer back unless
+// its bytes were handed out.
+func (c *canon) release() {
+	if c.refs.Add(-1) == 0 && !c.exported.Load() {
+		putBuffer(c.enc)
+		c.enc = nil
+	}
 }
 
 // objNode indexes the canonical encoding of one object. Offsets are relative
@@ -334,9 +366,10 @@ func keptPrefix(old *objNode, t *trie) int {
 // as the state, so their buffer should not be twice their size).
 func encodeState(prev *canon, next any, t *trie, sizeHint int) (*canon, error) {
 	c := &canon{}
+	c.refs.Store(1)
 	m, isMap := next.(map[string]any)
 	size := sizeHint + sizeHint/16 + 64
-	e := &encoder{dst: make([]byte, 0, size)}
+	e := &encoder{dst: getBuffer(size)}
 	var err error
 	kept := 0 // leading bytes known to equal prev's
 	switch {

@@ -43,7 +43,9 @@ type StreamState struct {
 	poisoned bool
 	// canon is State's canonical encoding, kept to make the next hash
 	// incremental; nil when unknown. It is valid only while State is the
-	// tree it encodes (canon.root), and never changed once made.
+	// tree it encodes (canon.root), and never changed once made; the
+	// StreamStates holding it are counted (Clone, keep, Discard), and the
+	// last to let it go gives its buffer back for the next encoding.
 	canon *canon
 	// persistent marks a State that is never changed in place where it may
 	// be shared: Apply copies what an action touches (but what own holds),
@@ -121,11 +123,25 @@ func (s *StreamState) Clone() *StreamState {
 	}
 	c := *s
 	c.own = nil
-	if !s.persistent {
-		c.State = CloneJSON(s.State)
+	if !s.persistent || (s.canon != nil && !s.canon.retain()) {
 		c.canon = nil
 	}
+	if !s.persistent {
+		c.State = CloneJSON(s.State)
+	}
 	return &c
+}
+
+// Discard tells the state that its holder is done with it: its kept
+// encoding's buffer may then be reused once no clone holds it either. The
+// caller must hold the only reference to s and not use it afterwards.
+// Dropping a state without Discard is always safe; it only forgoes that
+// reuse.
+func (s *StreamState) Discard() {
+	if s.canon != nil {
+		s.canon.release()
+		s.canon = nil
+	}
 }
 
 // validCanon returns the kept encoding when it still encodes State.
@@ -144,6 +160,7 @@ func (s *StreamState) validCanon() *canon {
 // change, else a fresh encoding.
 func (s *StreamState) Canonical() ([]byte, error) {
 	if c := s.validCanon(); c != nil {
+		c.exported.Store(true)
 		return c.enc, nil
 	}
 	return Canonical(s.State)
@@ -200,9 +217,14 @@ func FromKeyframe(kf oplog.Keyframe) (*StreamState, error) {
 // keep holds c as State's encoding when State is an object (the only
 // root whose identity tells that it is unchanged).
 func (s *StreamState) keep(c *canon) {
+	if s.canon != nil {
+		s.canon.release()
+	}
 	s.canon = nil
 	if c.root != nil {
 		s.canon = c
+	} else {
+		c.release()
 	}
 }
 

@@ -137,6 +137,22 @@ type docRun struct {
 	ops      map[oplog.StreamKey][]oplog.Operation
 	wrote    map[string]bool  // jobs written as WRITE_READY in this request
 	failed   map[string]error // jobs written as FAILED in this request
+	// made are the copies this run took of the heads for its jobs'
+	// actions, which only the run holds: once the job after the one that
+	// made a copy succeeds, the copy is no one's (discardBackups).
+	made map[*model.StreamState]bool
+}
+
+// discardBackups drops the states a job that succeeded was applied over
+// when this run made them: no one holds them any more, and Discard lets
+// their encodings' buffers be reused. A head given to the run stays.
+func (d *docRun) discardBackups(backups, work map[oplog.StreamKey]*model.StreamState) {
+	for k, b := range backups {
+		if d.made[b] && work[k] != b {
+			delete(d.made, b)
+			b.Discard()
+		}
+	}
 }
 
 func (d *docRun) fail(n int, err error) {
@@ -163,6 +179,7 @@ func (r *Reducer) Reduce(doc *Document, results map[string]oplog.JobResult) Resu
 		ops:    map[oplog.StreamKey][]oplog.Operation{},
 		wrote:  map[string]bool{},
 		failed: map[string]error{},
+		made:   map[*model.StreamState]bool{},
 	}
 	work := d.res.Heads
 	for k, st := range doc.Heads {
@@ -232,6 +249,7 @@ jobs:
 				backups[k] = st
 				st = st.Clone()
 				work[k] = st
+				d.made[st] = true
 			}
 			applied, err := r.Registry.Apply(work[docKey], st, a)
 			if err != nil {
@@ -263,6 +281,9 @@ jobs:
 			}
 			d.fail(n, applyErr)
 			continue
+		}
+		if !placed {
+			d.discardBackups(backups, work)
 		}
 		for _, op := range ops {
 			k := op.Stream()

@@ -366,3 +366,67 @@ func TestWriteReadyFromReducedOperations(t *testing.T) {
 	_, err = reduce.WriteReady(create.Job, jr, stored, time.Now())
 	require.ErrorContains(t, err, "operation 1 of")
 }
+
+// A run of many jobs over a large state, some failing, as a busy
+// document's batch is: the copies a run made of the heads are discarded
+// as the next job succeeds and their encodings' buffers reused, and every
+// operation's hash is still a full replay's, the heads given to the run
+// (still the cache's) unchanged.
+func TestReduceManyJobsOverALargeState(t *testing.T) {
+	t.Parallel()
+	r := reducer(t, 1000)
+	order, heads := created(t, r, oplog.ScopeGlobal)
+	fill := map[string]any{}
+	for i := range 3000 {
+		fill[fmt.Sprintf("record-%05d", i)] = map[string]any{"n": i, "title": "a record of moderate length"}
+	}
+	in, err := json.Marshal(fill)
+	require.NoError(t, err)
+	grow := oplog.Action{ID: uuid.NewString(), Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, TimestampUtcMs: 1_700_000_000_000, Input: in}
+	res := r.Reduce(&reduce.Document{ID: docID, Jobs: []reduce.Job{job(record.KindMutate, grow)}, Streams: order, Heads: heads}, nil)
+	require.Equal(t, reduce.Applied, res.Verdicts[0].Kind)
+	ops := slices.Clone(res.Verdicts[0].Ops)
+	heads = res.Heads
+	given := heads[key(oplog.ScopeGlobal)]
+	givenHash := given.Hash
+	givenState := model.CloneJSON(given.State)
+
+	var jobs []reduce.Job
+	for i := range 24 {
+		edit := oplog.Action{ID: uuid.NewString(), Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, TimestampUtcMs: 1_700_000_000_000,
+			Input: json.RawMessage(fmt.Sprintf(`{"record-%05d":{"n":%d}}`, (i*701)%3000, -i))}
+		if i%5 == 3 {
+			bad := patch(oplog.ScopeGlobal, i)
+			bad.Type = "NO_SUCH_ACTION"
+			jobs = append(jobs, job(record.KindMutate, edit, bad))
+			continue
+		}
+		jobs = append(jobs, job(record.KindMutate, edit))
+	}
+	res = r.Reduce(&reduce.Document{ID: docID, Jobs: jobs, Streams: order, Heads: heads}, nil)
+	for n, v := range res.Verdicts {
+		if n%5 == 3 {
+			require.Equal(t, reduce.Failed, v.Kind, "job %d", n)
+			continue
+		}
+		require.Equal(t, reduce.Applied, v.Kind, "job %d", n)
+		ops = append(ops, v.Ops...)
+	}
+	replayed, err := r.Registry.ReplayStream(key(oplog.ScopeGlobal), jsondoc.DocumentType, ops)
+	require.NoError(t, err, "every stored hash is a replay's")
+	head := res.Heads[key(oplog.ScopeGlobal)]
+	require.Equal(t, replayed.Hash, head.Hash)
+	kept, err := head.Canonical()
+	require.NoError(t, err)
+	full, err := model.Canonical(head.State)
+	require.NoError(t, err)
+	require.Equal(t, string(full), string(kept))
+
+	require.Equal(t, givenHash, given.Hash)
+	require.True(t, model.EqualJSON(givenState, given.State), "the head given to the run was changed")
+	kept, err = given.Canonical()
+	require.NoError(t, err)
+	full, err = model.Canonical(given.State)
+	require.NoError(t, err)
+	require.Equal(t, string(full), string(kept), "the encoding of the head given to the run was written again")
+}
