@@ -51,28 +51,17 @@ func Canonical(v any) ([]byte, error) {
 	return AppendCanonical(nil, v)
 }
 
-// bufPool recycles canonicalization buffers: every applied action hashes its
-// whole scope state, so the buffer is the largest per-action allocation.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
 // Hash returns base64(SHA-256(canonical JSON of state)), standard alphabet
 // with padding, and the length of the canonical form (used as the state's
-// size by the write cache).
+// size by the write cache). Apply does not call it: it keeps each state's
+// encoding and hashes only what changed (StreamState); this is the full
+// recomputation validation and tests compare with.
 func Hash(state any) (hash string, size int, err error) {
-	bp := bufPool.Get().(*[]byte)
-	buf, err := AppendCanonical((*bp)[:0], state)
+	buf, err := Canonical(state)
 	if err != nil {
-		*bp = buf[:0]
-		bufPool.Put(bp)
 		return "", 0, err
 	}
-	sum := sha256.Sum256(buf)
-	size = len(buf)
-	if cap(buf) <= 4<<20 {
-		*bp = buf[:0]
-		bufPool.Put(bp)
-	}
-	return base64.StdEncoding.EncodeToString(sum[:]), size, nil
+	return HashBytes(buf), len(buf), nil
 }
 
 // HashBytes returns base64(SHA-256(b)) for an already canonical document.

@@ -123,11 +123,11 @@ func (s *StreamState) Clone() *StreamState {
 	}
 	c := *s
 	c.own = nil
-	if !s.persistent || (s.canon != nil && !s.canon.retain()) {
-		c.canon = nil
-	}
-	if !s.persistent {
-		c.State = CloneJSON(s.State)
+	switch {
+	case !s.persistent:
+		c.State, c.canon = CloneJSON(s.State), nil
+	case s.canon != nil && !s.canon.retain():
+		c.canon = nil // no holder is left: its buffer may be another's
 	}
 	return &c
 }
