@@ -6,9 +6,10 @@
 // pgx. A batch transaction costs three round trips, however many partitions
 // it covers: BEGIN with the fence check, the stream locks with the reads of
 // heads and quarantines (Claim), and the writes queued during the batch (the
-// projector's, the new heads) with the checkpoints and COMMIT. A projector
-// store pays a round trip of its own only for a statement whose result it
-// reads.
+// projector's, the new heads) with the checkpoints and COMMIT, split into
+// more round trips only where they carry more than a megabyte of
+// parameters (roundTripBytes). A projector store pays a round trip of its
+// own only for a statement whose result it reads.
 package pgproj
 
 import (
@@ -66,8 +67,9 @@ type queued struct {
 
 // Queue adds a write to the batch transaction t's last round trip, which
 // carries it with the checkpoints and COMMIT: a projector store's writes
-// whose results it does not read cost no round trip of their own. Queued
-// writes run in the order queued, after everything else the batch did; one
+// whose results it does not read cost no round trip of their own (but
+// writes of large values, which go about a megabyte per round trip before
+// it). Queued writes run in the order queued, after everything else the batch did; one
 // that fails rolls the whole batch back, and its error says what it was
 // doing (what, a lowercase phrase).
 func Queue(t projectors.Tx, what, sql string, args ...any) error {
@@ -185,28 +187,83 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 		return err
 	}
 
-	b = &pgx.Batch{}
-	for _, q := range t.queued {
+	// The queued writes go in round trips of at most roundTripBytes of
+	// parameters each, the last with the checkpoints and COMMIT.
+	writes := t.queued
+	for len(writes) > 0 {
+		n := roundTrip(writes)
+		if n == len(writes) {
+			break
+		}
+		if err := sendQueued(ctx, conn, writes[:n], nil); err != nil {
+			return err
+		}
+		writes = writes[n:]
+	}
+	var tail []queued
+	if len(fences) > 0 {
+		tail = append(tail, queued{what: fmt.Sprintf("move the checkpoints of partitions %v", parts), sql: checkpointSQL, args: []any{projector, parts, offsets}})
+	}
+	tail = append(tail, queued{what: "commit", sql: "COMMIT"})
+	return sendQueued(ctx, conn, writes, tail)
+}
+
+// roundTripBytes bounds the parameter bytes of the queued writes one round
+// trip carries. pgx encodes a round trip's messages into one buffer that
+// grows by doubling from a kilobyte and is dropped after each flush: a
+// batch of large states sent at once (a 1 MB state per changed stream)
+// made it tens of megabytes of fresh memory per batch, which cost more than
+// the extra round trips do.
+const roundTripBytes = 1 << 20
+
+// roundTrip returns how many of the queued writes go in the next round
+// trip: at least one, and no more than roundTripBytes of parameters.
+func roundTrip(qs []queued) int {
+	size := 0
+	for i, q := range qs {
+		size += argBytes(q.args)
+		if size > roundTripBytes && i > 0 {
+			return i
+		}
+	}
+	return len(qs)
+}
+
+// argBytes is about the bytes args encode to: the lengths of its strings
+// and byte slices, and of those in slices of them.
+func argBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		case []string:
+			for _, s := range v {
+				n += len(s)
+			}
+		}
+	}
+	return n
+}
+
+// sendQueued sends writes and then tail in one round trip, each error
+// saying what its statement was doing.
+func sendQueued(ctx context.Context, conn *pgx.Conn, writes, tail []queued) error {
+	b := &pgx.Batch{}
+	for _, q := range writes {
 		b.Queue(q.sql, q.args...)
 	}
-	if len(fences) > 0 {
-		b.Queue(checkpointSQL, projector, parts, offsets)
+	for _, q := range tail {
+		b.Queue(q.sql, q.args...)
 	}
-	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
-	for _, q := range t.queued {
+	for _, q := range slices.Concat(writes, tail) {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("%s: %w", q.what, err)
 		}
-	}
-	if len(fences) > 0 {
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("move the checkpoints of partitions %v: %w", parts, err)
-		}
-	}
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("commit: %w", err)
 	}
 	return br.Close()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +229,55 @@ func TestQueuedWritesGoWithTheCommit(t *testing.T) {
 	cps, err := s.Checkpoints(ctx, "p")
 	require.NoError(t, err)
 	require.Equal(t, int64(7), cps[0].NextOffset, "the checkpoint did not move")
+}
+
+// TestLargeQueuedWritesStayOneTransaction: writes whose parameters pass a
+// round trip's bound go in several round trips, in the order queued, and
+// a failure in the last one still rolls back every one before it.
+func TestLargeQueuedWritesStayOneTransaction(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	ctx := t.Context()
+	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `CREATE TABLE queued (n int PRIMARY KEY, v text NOT NULL)`)
+	require.NoError(t, err)
+	s := pgproj.New(pool)
+	cp, err := s.Assign(ctx, "p", 0)
+	require.NoError(t, err)
+	large := strings.Repeat("x", 700<<10)
+	count := func() (n, bytes int) {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(length(v)), 0) FROM queued`).Scan(&n, &bytes))
+		return n, bytes
+	}
+	fence := []projectors.Fence{{Projector: "p", Partition: 0, Epoch: cp.Epoch, NextOffset: 3}}
+
+	err = s.InTx(ctx, fence, func(tx projectors.Tx) error {
+		for i := range 4 {
+			require.NoError(t, pgproj.Queue(tx, fmt.Sprintf("insert %d", i), `INSERT INTO queued VALUES ($1, $2)`, i, large))
+		}
+		return pgproj.Queue(tx, "insert the first row again", `INSERT INTO queued VALUES (0, 'duplicate')`)
+	})
+	require.ErrorContains(t, err, "insert the first row again: ")
+	n, _ := count()
+	require.Zero(t, n, "the round trips before the failed one are rolled back with it")
+	cps, err := s.Checkpoints(ctx, "p")
+	require.NoError(t, err)
+	require.Equal(t, cp.NextOffset, cps[0].NextOffset, "the checkpoint did not move")
+
+	require.NoError(t, s.InTx(ctx, fence, func(tx projectors.Tx) error {
+		for i := range 4 {
+			require.NoError(t, pgproj.Queue(tx, fmt.Sprintf("insert %d", i), `INSERT INTO queued VALUES ($1, $2)`, i, large))
+		}
+		// Queued after the large ones, so it runs after them.
+		return pgproj.Queue(tx, "shorten 3", `UPDATE queued SET v = 'short' WHERE n = 3`)
+	}))
+	n, bytes := count()
+	require.Equal(t, 4, n)
+	require.Equal(t, 3*len(large)+len("short"), bytes)
+	cps, err = s.Checkpoints(ctx, "p")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), cps[0].NextOffset)
 }
 
 // TestBatchPlansAvoidSequentialScans: a batch transaction plans with
