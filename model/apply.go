@@ -155,7 +155,7 @@ func (r *Registry) applyModelAction(st *StreamState, version int, a *oplog.Actio
 		}
 		prev = nil
 	case st.persistent:
-		state, inPlace = copyPaths(state, touched, st.ownershipFor())
+		state, inPlace = copyPaths(state, touched, st.ownershipFor(), st.sp)
 	}
 	call := Call{Action: a, Input: input, Stream: st.Stream, Index: st.Revision, Version: version}
 	err = guard(func() error {

@@ -19,8 +19,10 @@
 // doubles, as in RFC 8785: integers are exact up to 2^53.
 //
 // Performance contract: reducers mutate the state they are given. A caller
-// that needs to keep the state before an action clones it (StreamState.Clone);
-// the executor does so once per job per stream, never per action.
+// that needs to keep the state before an action clones it (StreamState.Clone)
+// or takes a savepoint on it (StreamState.Savepoint); the executor clones a
+// head once per run of a document's jobs, and takes a savepoint per later
+// job, never per action.
 //
 // Incremental hashing: a StreamState keeps the canonical bytes of its State
 // and an index of them (each object of a kilobyte or more: its members in

@@ -142,7 +142,9 @@ func newTrie(paths []Path) *trie {
 // deep-copied, sharing everything else; an object own holds already is not
 // copied again (only this tree holds it, and the reducer may change it in
 // place). inPlace reports that one was not copied.
-func copyPaths(state any, t *trie, own *ownership) (next any, inPlace bool) {
+// An open savepoint (sp, nil when none) records every member of an object
+// changed in place: those of t's kids, which the reducer may also add.
+func copyPaths(state any, t *trie, own *ownership, sp *Savepoint) (next any, inPlace bool) {
 	m, ok := state.(map[string]any)
 	if t.whole || !ok {
 		return CloneJSON(state), false
@@ -155,9 +157,12 @@ func copyPaths(state any, t *trie, own *ownership) (next any, inPlace bool) {
 		own.add(c)
 	}
 	for k, sub := range t.kids {
+		if inPlace && sp != nil {
+			sp.record(c, k)
+		}
 		if v, ok := c[k]; ok {
 			var kidInPlace bool
-			c[k], kidInPlace = copyPaths(v, sub, own)
+			c[k], kidInPlace = copyPaths(v, sub, own, sp)
 			inPlace = inPlace || kidInPlace
 		}
 	}

@@ -55,6 +55,8 @@ func setAt(state any, call *model.Call) (any, error) {
 	return state, nil
 }
 
+func touchesPath(input any) []model.Path { return []model.Path{input.(*setInput).Path} }
+
 // propertyModel has the same change declared (SET) and undeclared
 // (SET_WHOLE), so that a stream goes back and forth between incremental
 // and full hashing, and jsondoc's two actions.
@@ -67,11 +69,27 @@ func propertyRegistry(t testing.TB) *model.Registry {
 		DocumentType: "test/property", ModelVersion: 1,
 		Initial: map[string]func() any{oplog.ScopeGlobal: func() any { return map[string]any{} }},
 		ActionList: []*model.ActionSpec{
-			{Type: "SET", Scopes: global, Decode: decode, Reduce: setAt,
-				Touches: func(input any) []model.Path { return []model.Path{input.(*setInput).Path} }},
+			{Type: "SET", Scopes: global, Decode: decode, Reduce: setAt, Touches: touchesPath},
 			{Type: "SET_WHOLE", Scopes: global, Decode: decode, Reduce: setAt},
 			{Type: "MERGE", Scopes: global, Decode: merge.Decode, Reduce: merge.Reduce, Touches: merge.Touches},
 			{Type: "PATCH", Scopes: global, Decode: patch.Decode, Reduce: patch.Reduce, Touches: patch.Touches},
+			// Two that fail after they changed their path: a refusal that
+			// broke the contract (a reducer refuses before it writes), and
+			// a panic.
+			{Type: "SET_REFUSE", Scopes: global, Decode: decode, Touches: touchesPath,
+				Reduce: func(state any, call *model.Call) (any, error) {
+					if _, err := setAt(state, call); err != nil {
+						return nil, err
+					}
+					return nil, &model.BusinessRuleViolation{Rule: "refused", Message: "after writing"}
+				}},
+			{Type: "SET_PANIC", Scopes: global, Decode: decode, Touches: touchesPath,
+				Reduce: func(state any, call *model.Call) (any, error) {
+					if _, err := setAt(state, call); err != nil {
+						return nil, err
+					}
+					panic("after writing")
+				}},
 		},
 	})
 	reg, err := model.NewRegistry(spec)

@@ -54,6 +54,8 @@ type StreamState struct {
 	// own is the objects of a persistent State that Apply copied since the
 	// tree was last shared, which only this StreamState holds; nil when none.
 	own *ownership
+	// sp is the open savepoint, which records Apply's changes in place.
+	sp *Savepoint
 }
 
 // ownership is the set of objects a StreamState's tree holds alone: those
@@ -122,7 +124,7 @@ func (s *StreamState) Clone() *StreamState {
 		s.own.shared.Store(true)
 	}
 	c := *s
-	c.own = nil
+	c.own, c.sp = nil, nil
 	switch {
 	case !s.persistent:
 		c.State, c.canon = CloneJSON(s.State), nil

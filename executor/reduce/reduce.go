@@ -143,6 +143,15 @@ type docRun struct {
 	made map[*model.StreamState]bool
 }
 
+// savepoint starts a savepoint on st when the run made it (no one else
+// holds it) and its changes can be recorded.
+func (d *docRun) savepoint(st *model.StreamState) (*model.Savepoint, bool) {
+	if !d.made[st] {
+		return nil, false
+	}
+	return st.Savepoint()
+}
+
 // discardBackups drops the states a job that succeeded was applied over
 // when this run made them: no one holds them any more, and Discard lets
 // their encodings' buffers be reused. A head given to the run stays.
@@ -226,6 +235,7 @@ jobs:
 
 		actions := Actions(*p)
 		backups := map[oplog.StreamKey]*model.StreamState{}
+		savepoints := map[oplog.StreamKey]*model.Savepoint{}
 		ops := make([]oplog.Operation, 0, len(actions))
 		var (
 			applyErr error
@@ -244,12 +254,18 @@ jobs:
 				break
 			}
 			// Reducers mutate in place: the job works on copies, so a
-			// failure leaves the heads as the previous job left them.
+			// failure leaves the heads as the previous job left them. A
+			// copy the run made already needs none: a savepoint on it
+			// brings it back instead.
 			if _, ok := backups[k]; !ok {
 				backups[k] = st
-				st = st.Clone()
-				work[k] = st
-				d.made[st] = true
+				if sp, ok := d.savepoint(st); ok {
+					savepoints[k] = sp
+				} else {
+					st = st.Clone()
+					work[k] = st
+					d.made[st] = true
+				}
 			}
 			applied, err := r.Registry.Apply(work[docKey], st, a)
 			if err != nil {
@@ -274,6 +290,9 @@ jobs:
 			for k, st := range backups {
 				work[k] = st
 			}
+			for _, sp := range savepoints {
+				sp.Rollback()
+			}
 			var mnf *model.ModelNotFound
 			if errors.As(applyErr, &mnf) {
 				d.res.Verdicts[n] = Verdict{Kind: Park, Wait: WaitModel, Err: applyErr, Checked: true}
@@ -281,6 +300,9 @@ jobs:
 			}
 			d.fail(n, applyErr)
 			continue
+		}
+		for _, sp := range savepoints {
+			sp.Release()
 		}
 		if !placed {
 			d.discardBackups(backups, work)
