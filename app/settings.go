@@ -14,6 +14,7 @@ import (
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/connflags"
 	"github.com/doclog/doclog/internal/depwait"
+	"github.com/doclog/doclog/internal/gcpercent"
 	"github.com/doclog/doclog/internal/httpapi"
 	"github.com/doclog/doclog/internal/telemetry"
 	"github.com/doclog/doclog/kafka"
@@ -70,6 +71,12 @@ type Settings struct {
 	startSettings // --analytics-start, a worker's --start (startpos.go)
 
 	JobResultsRetention time.Duration
+
+	// GCPercent is the garbage collector's target (GOGC) the commands set
+	// for their process (package gcpercent), 0 for its default; app.New
+	// leaves the runtime alone, since a program embedding the roles owns
+	// its own.
+	GCPercent int
 
 	// Signatures are the key set and policies of signed actions.
 	Signatures SignatureSettings
@@ -153,6 +160,7 @@ func BindFlagsWith(fs *pflag.FlagSet, s *Settings, d FlagDefaults) {
 	fs.DurationVar(&s.Topics.DeadLetterRetention, "topics-dead-letter-retention", kafka.DefaultDeadLetterRetention, "how long dead letters are kept")
 	fs.StringSliceVar(&s.Projectors, "projectors", d.Projectors, "projectors to run ("+strings.Join(catalog.Names(), ", ")+"); those whose tables live in ClickHouse join when --clickhouse-url is set")
 	bindStartFlags(fs, s, d.StartFlag)
+	fs.IntVar(&s.GCPercent, "gc-percent", gcpercent.Default, "garbage collector target, as GOGC: a collection starts once the heap grew this many percent past what the last one left; when not given, GOGC in the environment wins over the default")
 	fs.DurationVar(&s.JobResultsRetention, "retention-job-results", 30*24*time.Hour, "how long job results are kept (0: forever)")
 	bindSignatureFlags(fs, &s.Signatures)
 	bindTuningFlags(fs, s)
@@ -239,6 +247,9 @@ func (s *Settings) Validate() error {
 	errs = append(errs, s.validateTokens()...)
 	errs = append(errs, s.validateTuning()...)
 	errs = append(errs, s.Signatures.validate()...)
+	if err := gcpercent.Validate(s.GCPercent); err != nil {
+		errs = append(errs, err)
+	}
 	if s.JobResultsRetention < 0 {
 		errs = append(errs, fmt.Errorf("--retention-job-results must not be negative, got %s", s.JobResultsRetention))
 	}

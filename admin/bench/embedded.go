@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/doclog/doclog/app"
+	"github.com/doclog/doclog/internal/gcpercent"
 	"github.com/doclog/doclog/kafka"
 	"github.com/doclog/doclog/projectors/catalog"
 )
@@ -56,6 +57,8 @@ func startEmbedded(ctx context.Context, cfg Config, id string) (*embedded, error
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	// The roles run with the collector target doclog serve gives them.
+	gcpercent.Apply(s.GCPercent, false)
 	a, err := app.New(ctx, s, cfg.Logger)
 	if err != nil {
 		return nil, err

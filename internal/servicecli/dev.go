@@ -95,6 +95,7 @@ anyone who reaches them: doclog dev warns when that is beyond this machine.`,
 				return err
 			}
 			defer func() { _ = logger.Sync() }()
+			applyGCPercent(cmd, s, logger)
 			a, err := app.New(ctx, s, logger)
 			if err != nil {
 				return err

@@ -16,6 +16,7 @@ import (
 	"github.com/doclog/doclog/app"
 	"github.com/doclog/doclog/internal/config"
 	"github.com/doclog/doclog/internal/connflags"
+	"github.com/doclog/doclog/internal/gcpercent"
 	"github.com/doclog/doclog/internal/telemetry"
 )
 
@@ -54,6 +55,7 @@ func NewServeCmd(_ io.Writer, opts ServeOptions) *cobra.Command {
 				return err
 			}
 			defer func() { _ = logger.Sync() }()
+			applyGCPercent(cmd, s, logger)
 			a, err := app.New(cmd.Context(), s, logger)
 			if err != nil {
 				return err
@@ -109,6 +111,14 @@ func validate(s *app.Settings) error {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return nil
+}
+
+// applyGCPercent sets the process's collector target from the settings
+// (gcpercent.Apply: an explicit --gc-percent, else GOGC, else the default)
+// and logs what is in effect.
+func applyGCPercent(cmd *cobra.Command, s *app.Settings, logger *zap.Logger) {
+	n, src := gcpercent.Apply(s.GCPercent, cmd.Flags().Changed("gc-percent"))
+	logger.Info("garbage collector target", zap.Int("gc_percent", n), zap.String("from", string(src)))
 }
 
 func newLogger(s *app.Settings) (*zap.Logger, error) {
