@@ -324,6 +324,7 @@ func checkDeployments(t *testing.T, objs []object, want []string) {
 			require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
 			require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
 			require.Equal(t, "doclog", c.EnvFrom[0].ConfigMapRef.Name)
+			require.True(t, hasMemLimitFromContainer(c), "%s: GOMEMLIMIT is the container's memory limit", d.Name)
 			api := role == "ingest" || role == "readstore"
 			require.Equal(t, api, hasPort(c, "http", 8080), d.Name)
 		}
@@ -435,6 +436,8 @@ func TestConfigReachesDoclog(t *testing.T) {
 	}
 	require.True(t, read["DOCLOG_DATABASE_URL"], "parsed the flags from:\n%s", help)
 	require.True(t, read["DOCLOG_DATABASE_URL_FILE"], "parsed the secrets' files from:\n%s", help)
+	// The Go runtime reads its own soft memory limit.
+	read["GOMEMLIMIT"] = true
 
 	for _, args := range [][]string{nil, {"-f", productionValues}, {"--set", "extraConfig.DOCLOG_MIGRATE=auto"}, httpTLSValues,
 		{"--set", "signatures.existingSecret=keys", "--set", "signatures.policies.acme=required"},
@@ -634,6 +637,17 @@ func envNames(c corev1.Container) []string {
 		out = append(out, e.Name)
 	}
 	return out
+}
+
+// hasMemLimitFromContainer reports that GOMEMLIMIT comes from the
+// container's memory limit.
+func hasMemLimitFromContainer(c corev1.Container) bool {
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil {
+			return e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+		}
+	}
+	return false
 }
 
 func hasPort(c corev1.Container, name string, port int32) bool {

@@ -283,6 +283,16 @@ spec:
                 fieldRef:
                   fieldPath: metadata.name
             {{- include "doclog.secretEnv" (dict "root" $root) | trim | nindent 12 }}
+            {{- if and $spec.resources $spec.resources.limits $spec.resources.limits.memory }}
+            # The Go runtime's soft memory limit at the container's: the
+            # collector works harder as the heap nears it, rather than the
+            # pod being killed (serve raises the collector's target above
+            # Go's default). extraEnv may set another.
+            - name: GOMEMLIMIT
+              valueFrom:
+                resourceFieldRef:
+                  resource: limits.memory
+            {{- end }}
             {{- with $root.Values.extraEnv }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
