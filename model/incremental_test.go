@@ -269,6 +269,19 @@ func checkHash(t testing.TB, st *model.StreamState, what string) []byte {
 	return full
 }
 
+// newPropertyDoc creates a document of the property model and returns its
+// document scope and its empty global scope.
+func newPropertyDoc(t testing.TB, reg *model.Registry) (doc, global *model.StreamState) {
+	t.Helper()
+	docKey := oplog.StreamKey{DocumentID: "doc", Scope: oplog.ScopeDocument, Branch: oplog.DefaultBranch}
+	doc = model.NewStreamState(docKey, "test/property")
+	create := oplog.Action{ID: "create", Type: model.ActionCreateDocument, Scope: oplog.ScopeDocument, Input: json.RawMessage(`{}`)}
+	_, err := reg.Apply(nil, doc, &create)
+	require.NoError(t, err)
+	key := oplog.StreamKey{DocumentID: "doc", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	return doc, model.NewStreamState(key, "test/property")
+}
+
 // runProperty applies steps random changes to one document grown from seed,
 // and checks after each that the incremental hash is a full recomputation's;
 // that every clone taken on the way (a state shared with the states after
@@ -277,13 +290,8 @@ func checkHash(t testing.TB, st *model.StreamState, what string) []byte {
 // stored hash; and that applying to a reloaded state goes on hashing right.
 func runProperty(t testing.TB, reg *model.Registry, seed uint64, steps int) {
 	g := gen{rand.New(rand.NewPCG(seed, 0x5eed))}
-	docKey := oplog.StreamKey{DocumentID: "doc", Scope: oplog.ScopeDocument, Branch: oplog.DefaultBranch}
-	doc := model.NewStreamState(docKey, "test/property")
-	create := oplog.Action{ID: "create", Type: model.ActionCreateDocument, Scope: oplog.ScopeDocument, Input: json.RawMessage(`{}`)}
-	_, err := reg.Apply(nil, doc, &create)
-	require.NoError(t, err)
-	key := oplog.StreamKey{DocumentID: "doc", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
-	st := model.NewStreamState(key, "test/property")
+	doc, st := newPropertyDoc(t, reg)
+	key := st.Stream
 
 	var ops []oplog.Operation
 	type snapshot struct {

@@ -1,7 +1,6 @@
 package model_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -41,19 +40,14 @@ type savepointCounts struct{ savepoints, rollbacks, failures int }
 
 func runSavepoints(t *testing.T, reg *model.Registry, seed uint64, jobs int, c *savepointCounts) {
 	g := gen{rand.New(rand.NewPCG(seed, 0x5a7e))}
-	docKey := oplog.StreamKey{DocumentID: "doc", Scope: oplog.ScopeDocument, Branch: oplog.DefaultBranch}
-	doc := model.NewStreamState(docKey, "test/property")
-	create := oplog.Action{ID: "create", Type: model.ActionCreateDocument, Scope: oplog.ScopeDocument, Input: json.RawMessage(`{}`)}
-	_, err := reg.Apply(nil, doc, &create)
-	require.NoError(t, err)
-	key := oplog.StreamKey{DocumentID: "doc", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
-	st := model.NewStreamState(key, "test/property")
+	doc, st := newPropertyDoc(t, reg)
+	key := st.Stream
 	n := 0
 	action := func(typ string, input any) oplog.Action {
 		n++
 		return oplog.Action{ID: fmt.Sprint("a", n), Type: typ, Scope: oplog.ScopeGlobal, Input: mustJSON(input)}
 	}
-	_, err = reg.Apply(doc, st, ptr(action("SET", setInput{Path: []string{"root"}, Value: mustJSON(g.object(2, 30+g.r.IntN(40)))})))
+	_, err := reg.Apply(doc, st, ptr(action("SET", setInput{Path: []string{"root"}, Value: mustJSON(g.object(2, 30+g.r.IntN(40)))})))
 	require.NoError(t, err)
 	// A declared action on a fresh copy makes the state persistent, and
 	// owner of the objects on its path.

@@ -168,8 +168,11 @@ func TestFenceSeveralPartitions(t *testing.T) {
 // Writes queued in a batch go with its commit, in order, after what the
 // batch ran itself; one that fails rolls the whole batch back, checkpoint
 // included, and says what it was doing.
-func TestQueuedWritesGoWithTheCommit(t *testing.T) {
-	t.Parallel()
+// queuedTable is a runner store over a fresh schema with a table queued
+// (n int PRIMARY KEY, v text) for writes to go to, and partition 0 of
+// projector p assigned.
+func queuedTable(t *testing.T) (*pgxpool.Pool, *pgproj.Store, projectors.Checkpoint) {
+	t.Helper()
 	pool := newPool(t)
 	ctx := t.Context()
 	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
@@ -179,6 +182,13 @@ func TestQueuedWritesGoWithTheCommit(t *testing.T) {
 	s := pgproj.New(pool)
 	cp, err := s.Assign(ctx, "p", 0)
 	require.NoError(t, err)
+	return pool, s, cp
+}
+
+func TestQueuedWritesGoWithTheCommit(t *testing.T) {
+	t.Parallel()
+	pool, s, cp := queuedTable(t)
+	ctx := t.Context()
 	k := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
 	rows := func() []string {
 		var out []string
@@ -236,15 +246,8 @@ func TestQueuedWritesGoWithTheCommit(t *testing.T) {
 // a failure in the last one still rolls back every one before it.
 func TestLargeQueuedWritesStayOneTransaction(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
+	pool, s, cp := queuedTable(t)
 	ctx := t.Context()
-	_, err := pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `CREATE TABLE queued (n int PRIMARY KEY, v text NOT NULL)`)
-	require.NoError(t, err)
-	s := pgproj.New(pool)
-	cp, err := s.Assign(ctx, "p", 0)
-	require.NoError(t, err)
 	large := strings.Repeat("x", 700<<10)
 	count := func() (n, bytes int) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(length(v)), 0) FROM queued`).Scan(&n, &bytes))
@@ -252,7 +255,7 @@ func TestLargeQueuedWritesStayOneTransaction(t *testing.T) {
 	}
 	fence := []projectors.Fence{{Projector: "p", Partition: 0, Epoch: cp.Epoch, NextOffset: 3}}
 
-	err = s.InTx(ctx, fence, func(tx projectors.Tx) error {
+	err := s.InTx(ctx, fence, func(tx projectors.Tx) error {
 		for i := range 4 {
 			require.NoError(t, pgproj.Queue(tx, fmt.Sprintf("insert %d", i), `INSERT INTO queued VALUES ($1, $2)`, i, large))
 		}
