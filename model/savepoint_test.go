@@ -43,16 +43,16 @@ func runSavepoints(t *testing.T, reg *model.Registry, seed uint64, jobs int, c *
 	doc, st := newPropertyDoc(t, reg)
 	key := st.Stream
 	n := 0
-	action := func(typ string, input any) oplog.Action {
+	action := func(typ string, input any) *oplog.Action {
 		n++
-		return oplog.Action{ID: fmt.Sprint("a", n), Type: typ, Scope: oplog.ScopeGlobal, Input: mustJSON(input)}
+		return &oplog.Action{ID: fmt.Sprint("a", n), Type: typ, Scope: oplog.ScopeGlobal, Input: mustJSON(input)}
 	}
-	_, err := reg.Apply(doc, st, ptr(action("SET", setInput{Path: []string{"root"}, Value: mustJSON(g.object(2, 30+g.r.IntN(40)))})))
+	_, err := reg.Apply(doc, st, action("SET", setInput{Path: []string{"root"}, Value: mustJSON(g.object(2, 30+g.r.IntN(40)))}))
 	require.NoError(t, err)
 	// A declared action on a fresh copy makes the state persistent, and
 	// owner of the objects on its path.
 	st = st.Clone()
-	_, err = reg.Apply(doc, st, ptr(action("SET", setInput{Path: []string{"root", g.key()}, Value: mustJSON(1)})))
+	_, err = reg.Apply(doc, st, action("SET", setInput{Path: []string{"root", g.key()}, Value: mustJSON(1)}))
 	require.NoError(t, err)
 
 	type clone struct {
@@ -68,14 +68,17 @@ func runSavepoints(t *testing.T, reg *model.Registry, seed uint64, jobs int, c *
 		sp, ok := st.Savepoint()
 		if !ok {
 			// An undeclared action left a tree that changes in place:
-			// the job goes to a copy, as the executor's first job does.
+			// this job goes to a copy, as a run's first job does, and its
+			// declared action makes the state persistent again.
 			st = st.Clone()
+			_, err := reg.Apply(doc, st, action("SET", setInput{Path: g.path(st.State), Value: mustJSON(g.value(1))}))
+			require.NoError(t, err)
 			continue
 		}
 		c.savepoints++
 		before := model.CloneJSON(st.State)
 		hash, rev, size := st.Hash, st.Revision, st.Size
-		var actions []oplog.Action
+		var actions []*oplog.Action
 		failed := false
 		for range 1 + g.r.IntN(3) {
 			typ, in := g.change(st.State)
@@ -87,7 +90,7 @@ func runSavepoints(t *testing.T, reg *model.Registry, seed uint64, jobs int, c *
 			}
 			a := action(typ, in)
 			actions = append(actions, a)
-			if _, err := reg.Apply(doc, st, &a); err != nil {
+			if _, err := reg.Apply(doc, st, a); err != nil {
 				failed = true
 				break
 			}
@@ -111,8 +114,8 @@ func runSavepoints(t *testing.T, reg *model.Registry, seed uint64, jobs int, c *
 			require.NoError(t, err)
 			again, err := model.FromKeyframe(oplog.Keyframe{Stream: key, DocumentType: "test/property", Index: rev - 1, Version: st.Version, State: enc, Hash: hash})
 			require.NoError(t, err)
-			for i := range actions {
-				_, err := reg.Apply(doc, again, &actions[i])
+			for _, a := range actions {
+				_, err := reg.Apply(doc, again, a)
 				require.NoError(t, err, what)
 			}
 			require.True(t, model.EqualJSON(again.State, st.State), "%s: kept changes differ from the same actions on a copy", what)
@@ -130,5 +133,3 @@ func runSavepoints(t *testing.T, reg *model.Registry, seed uint64, jobs int, c *
 		checkFull(t, cl.st, fmt.Sprintf("seed %d clone %d", seed, i))
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

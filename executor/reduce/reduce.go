@@ -235,7 +235,7 @@ jobs:
 
 		actions := Actions(*p)
 		backups := map[oplog.StreamKey]*model.StreamState{}
-		savepoints := map[oplog.StreamKey]*model.Savepoint{}
+		var savepoints map[oplog.StreamKey]*model.Savepoint // made when a job takes one
 		ops := make([]oplog.Operation, 0, len(actions))
 		var (
 			applyErr error
@@ -260,6 +260,9 @@ jobs:
 			if _, ok := backups[k]; !ok {
 				backups[k] = st
 				if sp, ok := d.savepoint(st); ok {
+					if savepoints == nil {
+						savepoints = map[oplog.StreamKey]*model.Savepoint{}
+					}
 					savepoints[k] = sp
 				} else {
 					st = st.Clone()

@@ -7,7 +7,7 @@
 // write cache of canonical state, the records of a batch) and a high rate
 // of short-lived allocations per operation (decoded records, request
 // bodies, encodings), so at 100 the collector runs many times a second and
-// took a fifth of a loaded process's CPU. At 200 it runs half as often for
+// took about a fifth of a loaded process's CPU (marking and assists). At 200 it runs half as often for
 // a heap about half again as large.
 package gcpercent
 
@@ -45,12 +45,12 @@ func Validate(percent int) error {
 }
 
 // Apply sets the collector's target for the whole process: percent (0:
-// Default) when explicit (a flag, variable or config file gave it), else what GOGC says
-// when the environment sets it, else percent (the setting's default). It
-// returns the target in effect (-1 when GOGC turned the collector off)
-// and where it came from, for the start's log line.
+// Default) when explicit (a flag, variable or config file gave it), else
+// what a non-empty GOGC in the environment says, else percent. It returns
+// the target in effect (-1 when GOGC turned the collector off) and where
+// it came from, for the start's log line.
 func Apply(percent int, explicit bool) (int, Source) {
-	if _, ok := os.LookupEnv("GOGC"); ok && !explicit {
+	if os.Getenv("GOGC") != "" && !explicit {
 		return current(), FromGOGC
 	}
 	if percent == 0 {

@@ -27,6 +27,14 @@ func TestDefaultWithoutGOGC(t *testing.T) {
 	require.Equal(t, Default, current(), "the runtime's target is set")
 }
 
+func TestAnEmptyGOGCIsUnset(t *testing.T) {
+	restore(t)
+	t.Setenv("GOGC", "") // the runtime's default, as if unset
+	n, src := Apply(0, false)
+	require.Equal(t, Default, n)
+	require.Equal(t, FromDefault, src)
+}
+
 func TestGOGCWinsOverTheDefault(t *testing.T) {
 	restore(t)
 	t.Setenv("GOGC", "150")

@@ -14,6 +14,7 @@ package pgproj
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -67,9 +68,9 @@ type queued struct {
 
 // Queue adds a write to the batch transaction t's last round trip, which
 // carries it with the checkpoints and COMMIT: a projector store's writes
-// whose results it does not read cost no round trip of their own (but
-// writes of large values, which go about a megabyte per round trip before
-// it). Queued writes run in the order queued, after everything else the batch did; one
+// whose results it does not read cost no round trip of their own, but for
+// large values, which go before it a megabyte per round trip. Queued
+// writes run in the order queued, after everything else the batch did; one
 // that fails rolls the whole batch back, and its error says what it was
 // doing (what, a lowercase phrase).
 func Queue(t projectors.Tx, what, sql string, args ...any) error {
@@ -188,24 +189,33 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 	}
 
 	// The queued writes go in round trips of at most roundTripBytes of
-	// parameters each, the last with the checkpoints and COMMIT.
+	// parameters each; the checkpoints and COMMIT go with the last.
 	writes := t.queued
-	for len(writes) > 0 {
-		n := roundTrip(writes)
-		if n == len(writes) {
-			break
-		}
-		if err := sendQueued(ctx, conn, writes[:n], nil); err != nil {
+	for n := roundTrip(writes); n < len(writes); n = roundTrip(writes) {
+		if err := sendQueued(ctx, conn, writes[:n]); err != nil {
 			return err
 		}
 		writes = writes[n:]
 	}
-	var tail []queued
+	b = batchOf(writes)
 	if len(fences) > 0 {
-		tail = append(tail, queued{what: fmt.Sprintf("move the checkpoints of partitions %v", parts), sql: checkpointSQL, args: []any{projector, parts, offsets}})
+		b.Queue(checkpointSQL, projector, parts, offsets)
 	}
-	tail = append(tail, queued{what: "commit", sql: "COMMIT"})
-	return sendQueued(ctx, conn, writes, tail)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	defer br.Close()
+	if err := execQueued(br, writes); err != nil {
+		return err
+	}
+	if len(fences) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("move the checkpoints of partitions %v: %w", parts, err)
+		}
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return br.Close()
 }
 
 // roundTripBytes bounds the parameter bytes of the queued writes one round
@@ -239,6 +249,8 @@ func argBytes(args []any) int {
 			n += len(v)
 		case []byte:
 			n += len(v)
+		case json.RawMessage:
+			n += len(v)
 		case []string:
 			for _, s := range v {
 				n += len(s)
@@ -248,24 +260,34 @@ func argBytes(args []any) int {
 	return n
 }
 
-// sendQueued sends writes and then tail in one round trip, each error
-// saying what its statement was doing.
-func sendQueued(ctx context.Context, conn *pgx.Conn, writes, tail []queued) error {
+// sendQueued sends writes in one round trip of their own.
+func sendQueued(ctx context.Context, conn *pgx.Conn, writes []queued) error {
+	br := conn.SendBatch(ctx, batchOf(writes))
+	defer br.Close()
+	if err := execQueued(br, writes); err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// batchOf is a batch of the writes' statements.
+func batchOf(writes []queued) *pgx.Batch {
 	b := &pgx.Batch{}
 	for _, q := range writes {
 		b.Queue(q.sql, q.args...)
 	}
-	for _, q := range tail {
-		b.Queue(q.sql, q.args...)
-	}
-	br := conn.SendBatch(ctx, b)
-	defer br.Close()
-	for _, q := range slices.Concat(writes, tail) {
+	return b
+}
+
+// execQueued reads the results of writes from br, each error saying what
+// its statement was doing.
+func execQueued(br pgx.BatchResults, writes []queued) error {
+	for _, q := range writes {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("%s: %w", q.what, err)
 		}
 	}
-	return br.Close()
+	return nil
 }
 
 // fenceArrays checks that the fences name one projector and distinct
