@@ -41,15 +41,13 @@ type BatchResult struct {
 // a whole (no job was submitted by the failed attempt, but an earlier
 // attempt's jobs were: their keys make submitting them again harmless).
 func (c *Client) SubmitJobs(ctx context.Context, jobs []BatchJob) ([]BatchResult, error) {
-	wire := make([]BatchJob, len(jobs))
+	keys := make([]string, len(jobs))
+	encoded := make([][]byte, len(jobs))
 	for i, j := range jobs {
-		if j.Actions == nil {
-			j.Actions = []Action{} // as SubmitJob: the server names the field
+		var err error
+		if encoded[i], keys[i], err = encodeBatchJob(j); err != nil {
+			return nil, err
 		}
-		if j.IdempotencyKey == "" {
-			j.IdempotencyKey = uuid.NewString()
-		}
-		wire[i] = j
 	}
 	results := make([]BatchResult, len(jobs))
 	pending := make([]int, len(jobs)) // indexes into jobs still to send
@@ -57,50 +55,25 @@ func (c *Client) SubmitJobs(ctx context.Context, jobs []BatchJob) ([]BatchResult
 		pending[i] = i
 	}
 	for attempt := 1; ; attempt++ {
-		send := make([]BatchJob, len(pending))
+		send := make([][]byte, len(pending))
 		for n, i := range pending {
-			send[n] = wire[i]
+			send[n] = encoded[i]
 		}
-		body, err := jsonBody(struct {
-			Jobs []BatchJob `json:"jobs"`
-		}{send})
+		// A retry's positions are not the caller's: name each job by its
+		// place in jobs.
+		answer, err := c.sendBatch(ctx, send, func(n int) string { return "jobs[" + strconv.Itoa(pending[n]) + "]" })
 		if err != nil {
 			return nil, err
-		}
-		var answer batchAnswer
-		if err := c.do(ctx, request{api: ingestWrite, method: http.MethodPost, path: "/v1/jobs:batch", body: body}, &answer); err != nil {
-			return nil, err
-		}
-		if len(answer.Results) != len(pending) {
-			return nil, fmt.Errorf("POST /v1/jobs:batch: %d results for %d jobs", len(answer.Results), len(pending))
 		}
 		var retry []int
 		var lastErr error
 		for n, i := range pending {
-			r := answer.Results[n]
-			if r.Status == http.StatusAccepted && r.Accepted != nil {
-				acc := *r.Accepted
-				acc.IdempotencyKey = wire[i].IdempotencyKey
-				results[i] = BatchResult{Accepted: &acc}
-				continue
+			r := answer[n]
+			if r.Accepted != nil {
+				r.Accepted.IdempotencyKey = keys[i]
 			}
-			e := &APIError{StatusCode: r.Status, Method: http.MethodPost, URL: "/v1/jobs:batch"}
-			if r.Error != nil {
-				// A retry's positions are not the caller's: name the job
-				// by its place in jobs.
-				sent, own := "jobs["+strconv.Itoa(n)+"]", "jobs["+strconv.Itoa(i)+"]"
-				e.Code = r.Error.Code
-				e.Field = own + strings.TrimPrefix(r.Error.Field, sent)
-				e.Message = own + strings.TrimPrefix(r.Error.Message, sent)
-				if !strings.HasPrefix(r.Error.Message, sent) {
-					e.Message = r.Error.Message
-				}
-				if !strings.HasPrefix(r.Error.Field, sent) {
-					e.Field = r.Error.Field
-				}
-			}
-			results[i] = BatchResult{Err: e}
-			if retryableStatus(e) {
+			results[i] = r
+			if e := AsAPIError(r.Err); e != nil && retryableStatus(e) {
 				retry, lastErr = append(retry, i), e
 			}
 		}
@@ -112,6 +85,84 @@ func (c *Client) SubmitJobs(ctx context.Context, jobs []BatchJob) ([]BatchResult
 		}
 		pending = retry
 	}
+}
+
+// encodeBatchJob encodes one job of a batch, with its key: the caller's,
+// or one generated now and kept for every retry of the job.
+func encodeBatchJob(j BatchJob) (encoded []byte, key string, err error) {
+	if j.Actions == nil {
+		j.Actions = []Action{} // as SubmitJob: the server names the field
+	}
+	if j.IdempotencyKey == "" {
+		j.IdempotencyKey = uuid.NewString()
+	}
+	encoded, err = jsonBody(j)
+	return encoded, j.IdempotencyKey, err
+}
+
+// sendBatch sends the encoded jobs in one POST /v1/jobs:batch, retried as
+// any request is, and returns one result per job. A refusal names the job
+// by name(n) where the server named it by its place in the request
+// (jobs[n]); a name of "" drops that prefix (actions[0].type, as POST
+// /v1/jobs of the job alone would have named it).
+func (c *Client) sendBatch(ctx context.Context, encoded [][]byte, name func(n int) string) ([]BatchResult, error) {
+	size := len(`{"jobs":[]}`) + len(encoded)
+	for _, e := range encoded {
+		size += len(e)
+	}
+	body := make([]byte, 0, size)
+	body = append(body, `{"jobs":[`...)
+	for n, e := range encoded {
+		if n > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, e...)
+	}
+	body = append(body, "]}"...)
+	var answer batchAnswer
+	if err := c.do(ctx, request{api: ingestWrite, method: http.MethodPost, path: "/v1/jobs:batch", body: body}, &answer); err != nil {
+		return nil, err
+	}
+	if len(answer.Results) != len(encoded) {
+		return nil, fmt.Errorf("POST /v1/jobs:batch: %d results for %d jobs", len(answer.Results), len(encoded))
+	}
+	results := make([]BatchResult, len(encoded))
+	for n, r := range answer.Results {
+		if r.Status == http.StatusAccepted && r.Accepted != nil {
+			acc := *r.Accepted
+			results[n] = BatchResult{Accepted: &acc}
+			continue
+		}
+		e := &APIError{StatusCode: r.Status, Method: http.MethodPost, URL: "/v1/jobs:batch"}
+		if r.Error != nil {
+			sent, own := "jobs["+strconv.Itoa(n)+"]", name(n)
+			e.Code = r.Error.Code
+			e.Field = renameJob(r.Error.Field, sent, own)
+			e.Message = renameJob(r.Error.Message, sent, own)
+		}
+		results[n] = BatchResult{Err: e}
+	}
+	return results, nil
+}
+
+// renameJob replaces the prefix sent (jobs[3]) of a refusal's field or
+// message with own, or drops it when own is empty: "jobs[3].actions[0]"
+// becomes "actions[0]", and "jobs[3]: ..." becomes "job: ...".
+func renameJob(s, sent, own string) string {
+	rest, ok := strings.CutPrefix(s, sent)
+	if !ok {
+		return s
+	}
+	if own != "" {
+		return own + rest
+	}
+	if r, ok := strings.CutPrefix(rest, "."); ok {
+		return r
+	}
+	if rest == "" {
+		return ""
+	}
+	return "job" + rest
 }
 
 // batchAnswer is the 200 of POST /v1/jobs:batch.

@@ -128,6 +128,13 @@ type Config struct {
 	// job of each of its documents; open loop: those due by the time the
 	// previous request was answered). Default 1: a POST /v1/jobs per job.
 	JobsPerRequest int
+	// Coalesce, above 0, submits each job through the client package's
+	// Batcher (ViaHTTP only, JobsPerRequest 1): every document still
+	// submits one job at a time, and the jobs submitted while the
+	// batcher's requests are in flight share the next POST
+	// /v1/jobs:batch, up to this many in one. Default 0: a POST /v1/jobs
+	// per job.
+	Coalesce int
 	// StateBytes, when positive, runs workload W2: each document's global
 	// state is filled to about this many canonical bytes before the
 	// measured phase, and each action then changes one of its records.
@@ -272,6 +279,12 @@ func (c Config) Validate() error {
 	}
 	if c.JobsPerRequest < 1 || c.JobsPerRequest > maxJobsPerRequest {
 		errs = append(errs, fmt.Errorf("the jobs per request must be 1 to %d (ingest's default limit of a batch), not %d", maxJobsPerRequest, c.JobsPerRequest))
+	}
+	if c.Coalesce < 0 || c.Coalesce > maxJobsPerRequest {
+		errs = append(errs, fmt.Errorf("the jobs a coalesced request may carry must be 0 to %d (ingest's default limit of a batch), not %d", maxJobsPerRequest, c.Coalesce))
+	}
+	if c.Coalesce > 0 && (c.Via != ViaHTTP || c.JobsPerRequest > 1) {
+		errs = append(errs, errors.New("coalescing submits through the ingest API's batch endpoint, each document one job at a time: submit via http, with one job per request"))
 	}
 	if c.JobsPerRequest > 1 && c.Via != ViaHTTP {
 		errs = append(errs, errors.New("jobs per request above 1 go through the ingest API's batch endpoint: submit via http"))

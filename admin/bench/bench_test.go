@@ -133,6 +133,15 @@ func TestConfig(t *testing.T) {
 	require.ErrorContains(t, fixed.Validate(), "exclude each other")
 	require.Equal(t, -1, c.jobsOf(0), "a timed run has no share")
 
+	co := Config{DatabaseURL: "postgres://x", Embedded: true, Kafka: kafka.Config{Seeds: []string{"k:9092"}}, Coalesce: 50}.WithDefaults()
+	require.NoError(t, co.Validate())
+	co.Via = ViaKafka
+	require.ErrorContains(t, co.Validate(), "coalescing submits through the ingest API's batch endpoint")
+	co.Via, co.JobsPerRequest = ViaHTTP, 5
+	require.ErrorContains(t, co.Validate(), "with one job per request")
+	co.JobsPerRequest, co.Coalesce = 1, 1001
+	require.ErrorContains(t, co.Validate(), "must be 0 to 1000")
+
 	r := &runner{cfg: c}
 	require.Len(t, r.inputs(3), 7)
 	r.cfg.Mode = ModeSingle

@@ -28,6 +28,9 @@ type Report struct {
 	// JobsPerRequest is Config.JobsPerRequest: above 1, jobs went through
 	// POST /v1/jobs:batch.
 	JobsPerRequest int `json:"jobsPerRequest"`
+	// Coalesce is Config.Coalesce: above 0, jobs went through the client
+	// package's Batcher, up to this many per request.
+	Coalesce int `json:"coalesce,omitempty"`
 	// StateBytes is workload W2's state size (0: workload W1).
 	StateBytes       int     `json:"stateBytes,omitempty"`
 	SampleIntervalMs float64 `json:"sampleIntervalMs"`
@@ -128,7 +131,7 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 		rep.Loop = "open"
 	}
 	rep.Embedded, rep.Schema, rep.Documents, rep.ActionsPerDocument = c.Embedded, r.schema, c.Documents, c.ActionsPerDocument
-	rep.StateBytes, rep.JobsPerRequest = c.StateBytes, c.JobsPerRequest
+	rep.StateBytes, rep.JobsPerRequest, rep.Coalesce = c.StateBytes, c.JobsPerRequest, c.Coalesce
 	rep.DurationSeconds, rep.SampleIntervalMs = c.Duration.Seconds(), float64(c.SampleInterval)/float64(time.Millisecond)
 	rep.Rounds, rep.Operations, rep.Workload = c.Rounds, c.Operations, c.workload()
 	rep.SubmitSeconds = loadDone.Sub(start).Seconds()

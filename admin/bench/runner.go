@@ -142,7 +142,14 @@ func newRunner(ctx context.Context, cfg Config) (_ *runner, err error) {
 			return nil, err
 		}
 	} else {
-		r.sub = newHTTPSubmitter(ingestURL, cfg.AuthToken, cfg.Documents)
+		h := newHTTPSubmitter(ingestURL, cfg.AuthToken, cfg.Documents)
+		r.sub = h
+		if cfg.Coalesce > 0 {
+			if r.sub, err = newBatcherSubmitter(h, cfg.Coalesce); err != nil {
+				h.close()
+				return nil, err
+			}
+		}
 	}
 	r.docs = make([]string, cfg.Documents)
 	r.streams = make([]oplog.StreamKey, cfg.Documents)

@@ -221,3 +221,50 @@ func (s *kafkaSubmitter) produce(ctx context.Context, job *record.Job) (string, 
 }
 
 func (s *kafkaSubmitter) close() { s.cl.Close() }
+
+// batcherSubmitter submits each mutate job through the client package's
+// Batcher, which gathers the jobs the documents submit while its requests
+// are in flight into one POST /v1/jobs:batch; creations go as
+// httpSubmitter sends them. The client makes one attempt of each request,
+// so a 429 reaches the load loop as a refusal, counted and waited out as
+// for a job sent alone.
+type batcherSubmitter struct {
+	*httpSubmitter
+	b *client.Batcher
+}
+
+func newBatcherSubmitter(h *httpSubmitter, maxJobs int) (*batcherSubmitter, error) {
+	c, err := client.New(client.Config{IngestURL: h.base, WriteToken: h.token, HTTPClient: h.client, MaxAttempts: 1})
+	if err != nil {
+		return nil, fmt.Errorf("creating the ingest client: %w", err)
+	}
+	b, err := c.NewBatcher(client.BatcherConfig{MaxJobs: maxJobs})
+	if err != nil {
+		return nil, fmt.Errorf("creating the batcher: %w", err)
+	}
+	return &batcherSubmitter{httpSubmitter: h, b: b}, nil
+}
+
+func (s *batcherSubmitter) mutate(ctx context.Context, documentID string, inputs []json.RawMessage) (string, error) {
+	actions := make([]client.Action, len(inputs))
+	for i, in := range inputs {
+		actions[i] = client.Action{Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, Input: in}
+	}
+	acc, err := s.b.Submit(ctx, client.Job{DocumentID: documentID, DocumentType: jsondoc.DocumentType, Actions: actions})
+	if e := client.AsAPIError(err); e != nil && e.StatusCode == http.StatusTooManyRequests {
+		wait := e.RetryAfter
+		if wait <= 0 {
+			wait = time.Second
+		}
+		return "", &refusal{path: "/v1/jobs:batch", retryAfter: wait, body: e.Message}
+	}
+	if err != nil {
+		return "", fmt.Errorf("submitting to /v1/jobs:batch: %w", err)
+	}
+	return acc.JobID, nil
+}
+
+func (s *batcherSubmitter) close() {
+	s.b.Close()
+	s.httpSubmitter.close()
+}

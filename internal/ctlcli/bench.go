@@ -135,6 +135,7 @@ apply: --duration (or the fixed workload) and --drain bound the run.`,
 	f.IntVar(&cfg.Rounds, "rounds", 0, "fixed workload: every document receives this many rounds of --actions actions, then the run stops (excludes --duration and --operations)")
 	f.IntVar(&cfg.Operations, "operations", 0, "fixed workload: this many operations over all documents, then the run stops (excludes --duration and --rounds)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "open loop: submit this many operations/s over all documents (0: closed loop)")
+	f.IntVar(&cfg.Coalesce, "coalesce", 0, "above 0: submit each job through the client package's Batcher, which sends the jobs submitted while its requests are in flight together in POST /v1/jobs:batch, up to this many per request (each document still one job at a time)")
 	f.IntVar(&cfg.JobsPerRequest, "jobs-per-request", 1, "above 1: submit through the ingest API's POST /v1/jobs:batch, up to this many jobs per request (the documents in groups of this many)")
 	f.DurationVar(&cfg.Drain, "drain", bench.DefaultDrain, "after submitting, how long to wait for every job to reach READ_READY")
 	f.DurationVar(&cfg.SampleInterval, "sample-interval", bench.DefaultSampleInterval, "how often the document view is sampled for READ_READY (the latency resolution)")
@@ -188,6 +189,9 @@ func renderBench(g *globals, rep *bench.Report) error {
 		workload = fmt.Sprintf("W2 (states of %d bytes)", rep.StateBytes)
 	}
 	via := rep.Via
+	if rep.Coalesce > 0 {
+		via = fmt.Sprintf("%s (coalesced by the client's batcher, up to %d jobs per request)", via, rep.Coalesce)
+	}
 	if rep.JobsPerRequest > 1 {
 		via = fmt.Sprintf("%s (up to %d jobs per request)", via, rep.JobsPerRequest)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,6 +41,9 @@ func TestBenchEmbedded(t *testing.T) {
 		{"single via http, batches of 3, two rounds", []string{"--mode", "single", "--via", "http", "--rounds", "2", "--jobs-per-request", "3"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations", 0},
 		// Open loop: a request takes what fell due, up to 2 jobs.
 		{"single via http, open loop, batches of 2", []string{"--mode", "single", "--via", "http", "--operations", "20", "--rate", "40", "--jobs-per-request", "2"}, bench.Count{Jobs: 20, Operations: 20}, "20 operations", 0},
+		// Through the client's batcher: each document one job at a time,
+		// the four documents' jobs sharing requests.
+		{"single via http, coalesced, two rounds", []string{"--mode", "single", "--via", "http", "--rounds", "2", "--coalesce", "3"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations", 0},
 		// W2: each document's state is filled to 8 KB (one fill job) first.
 		{"W2 single via kafka", []string{"--mode", "single", "--via", "kafka", "--duration", "3s", "--state-size", "8KB"}, bench.Count{}, "for 3s", 1},
 	} {
@@ -88,6 +92,9 @@ func TestBenchEmbedded(t *testing.T) {
 			require.Equal(t, tc.flags[3], rep.Via)
 			require.Positive(t, rep.Submitted.Jobs)
 			require.Equal(t, tc.workload, rep.Workload)
+			if i := slices.Index(tc.flags, "--coalesce"); i >= 0 {
+				require.Equal(t, tc.flags[i+1], strconv.Itoa(rep.Coalesce))
+			}
 			if tc.fixed.Jobs > 0 {
 				require.Equal(t, tc.fixed, rep.Submitted, "a fixed workload submits exactly its jobs")
 				require.Zero(t, rep.DurationSeconds)
