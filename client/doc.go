@@ -14,6 +14,11 @@
 //	st, err := c.WaitJob(ctx, acc.JobID)
 //	doc, err := c.GetDocument(ctx, acc.DocumentID, client.WithConsistencyToken(st.ConsistencyToken))
 //
+// A producer of many small jobs pays most for a request per job: SubmitJobs
+// sends a batch in one request, and a Batcher gathers the jobs that many
+// goroutines submit one at a time into such requests while its earlier ones
+// are in flight.
+//
 // Failures are typed: an answer of the server is an *APIError (errors.As),
 // with helpers such as IsNotFound; a job that failed is a *JobFailedError
 // with the job's error history. The package depends on the standard library

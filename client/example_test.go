@@ -2,9 +2,11 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -153,4 +155,62 @@ func ExampleClient_Changes() {
 	// updated [updated]
 	// relationship.added [relationship.added]
 	// deleted [deleted]
+}
+
+// Many goroutines, each submitting one job at a time, share requests
+// through a Batcher: the jobs submitted while its requests are out leave
+// together in POST /v1/jobs:batch, and each caller gets its own job's
+// acceptance.
+func ExampleBatcher() {
+	ctx := context.Background()
+	c, err := client.New(client.Config{IngestURL: ingestURL, ReadstoreURL: readstoreURL, WriteToken: writeToken, ReadToken: readToken})
+	if err != nil {
+		log.Fatal(err)
+	}
+	doc, err := c.CreateDocument(ctx, client.CreateDocument{DocumentType: "doclog/json"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := c.NewBatcher(client.BatcherConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	var wg sync.WaitGroup
+	accepted := make([]*client.Accepted, 10)
+	for i := range accepted {
+		wg.Go(func() {
+			// Ten concurrent jobs on one document: they have no order
+			// between them, and merge patches of distinct keys commute.
+			acc, err := b.Submit(ctx, client.Job{DocumentID: doc.DocumentID, DocumentType: "doclog/json",
+				Actions: []client.Action{{Type: "MERGE_PATCH", Scope: "global", Input: map[string]any{fmt.Sprint("k", i): i}}}})
+			if err != nil {
+				log.Fatal(err)
+			}
+			accepted[i] = acc
+		})
+	}
+	wg.Wait()
+	// Read with the token of the job the executor committed last: the
+	// one at the highest index of the document's global stream.
+	var last *client.JobStatus
+	for _, acc := range accepted {
+		st, err := c.WaitJob(ctx, acc.JobID)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if last == nil || st.Streams[0].ToIndex > last.Streams[0].ToIndex {
+			last = st
+		}
+	}
+	got, err := c.GetDocument(ctx, doc.DocumentID, client.WithConsistencyToken(last.ConsistencyToken))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var state map[string]int
+	if err := json.Unmarshal(got.Scopes["global"].State, &state); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(state), state["k0"], state["k9"])
+	// Output: 10 0 9
 }
