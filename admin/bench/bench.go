@@ -283,8 +283,11 @@ func (c Config) Validate() error {
 	if c.Coalesce < 0 || c.Coalesce > maxJobsPerRequest {
 		errs = append(errs, fmt.Errorf("the jobs a coalesced request may carry must be 0 to %d (ingest's default limit of a batch), not %d", maxJobsPerRequest, c.Coalesce))
 	}
-	if c.Coalesce > 0 && (c.Via != ViaHTTP || c.JobsPerRequest > 1) {
-		errs = append(errs, errors.New("coalescing submits through the ingest API's batch endpoint, each document one job at a time: submit via http, with one job per request"))
+	if c.Coalesce > 0 && c.Via != ViaHTTP {
+		errs = append(errs, errors.New("coalescing submits through the ingest API's batch endpoint: submit via http"))
+	}
+	if c.Coalesce > 0 && c.JobsPerRequest > 1 {
+		errs = append(errs, errors.New("coalescing and jobs per request above 1 exclude each other: the batcher forms the requests itself"))
 	}
 	if c.JobsPerRequest > 1 && c.Via != ViaHTTP {
 		errs = append(errs, errors.New("jobs per request above 1 go through the ingest API's batch endpoint: submit via http"))

@@ -138,7 +138,7 @@ func TestConfig(t *testing.T) {
 	co.Via = ViaKafka
 	require.ErrorContains(t, co.Validate(), "coalescing submits through the ingest API's batch endpoint")
 	co.Via, co.JobsPerRequest = ViaHTTP, 5
-	require.ErrorContains(t, co.Validate(), "with one job per request")
+	require.ErrorContains(t, co.Validate(), "coalescing and jobs per request above 1 exclude each other")
 	co.JobsPerRequest, co.Coalesce = 1, 1001
 	require.ErrorContains(t, co.Validate(), "must be 0 to 1000")
 
