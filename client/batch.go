@@ -73,7 +73,7 @@ func (c *Client) SubmitJobs(ctx context.Context, jobs []BatchJob) ([]BatchResult
 				r.Accepted.IdempotencyKey = keys[i]
 			}
 			results[i] = r
-			if e := AsAPIError(r.Err); e != nil && retryableStatus(e) {
+			if e := r.retryable(); e != nil {
 				retry, lastErr = append(retry, i), e
 			}
 		}
@@ -85,6 +85,15 @@ func (c *Client) SubmitJobs(ctx context.Context, jobs []BatchJob) ([]BatchResult
 		}
 		pending = retry
 	}
+}
+
+// retryable is the refusal of a job worth sending again (429, 503), nil
+// for an acceptance or a refusal for good.
+func (r BatchResult) retryable() *APIError {
+	if e := AsAPIError(r.Err); e != nil && retryableStatus(e) {
+		return e
+	}
+	return nil
 }
 
 // encodeBatchJob encodes one job of a batch, with its key: the caller's,

@@ -221,8 +221,7 @@ func (b *Batcher) send(batch []*batchCall) {
 		if err == nil {
 			r = results[i]
 		}
-		if e := AsAPIError(r.Err); err == nil && e != nil && retryableStatus(e) &&
-			call.attempts < b.c.cfg.MaxAttempts && call.ctx.Err() == nil {
+		if e := r.retryable(); err == nil && e != nil && call.attempts < b.c.cfg.MaxAttempts && call.ctx.Err() == nil {
 			retry, lastErr = append(retry, call), e
 			continue
 		}

@@ -41,12 +41,6 @@ func newHTTPSubmitter(base, token string, conns int) *httpSubmitter {
 	return &httpSubmitter{base: strings.TrimRight(base, "/"), token: token, client: &http.Client{Transport: tr, Timeout: time.Minute}}
 }
 
-type httpAction struct {
-	Type  string          `json:"type"`
-	Scope string          `json:"scope"`
-	Input json.RawMessage `json:"input"`
-}
-
 func (s *httpSubmitter) create(ctx context.Context, documentID string) (string, error) {
 	return s.post(ctx, "/v1/documents", map[string]any{"documentId": documentID, "documentType": jsondoc.DocumentType})
 }
@@ -57,10 +51,10 @@ func (s *httpSubmitter) mutate(ctx context.Context, documentID string, inputs []
 
 // mergePatches are W1's actions of a job: a merge patch of the global
 // scope per input.
-func mergePatches(inputs []json.RawMessage) []httpAction {
-	actions := make([]httpAction, len(inputs))
+func mergePatches(inputs []json.RawMessage) []client.Action {
+	actions := make([]client.Action, len(inputs))
 	for i, in := range inputs {
-		actions[i] = httpAction{Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, Input: in}
+		actions[i] = client.Action{Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, Input: in}
 	}
 	return actions
 }
@@ -126,8 +120,11 @@ func (e *refusal) Error() string {
 
 // retryAfter is the wait ingest advises, as the client package reads it;
 // one second when the answer advises none.
-func retryAfter(h http.Header) time.Duration {
-	if d := client.RetryAfter(h, time.Now()); d > 0 {
+func retryAfter(h http.Header) time.Duration { return orOneSecond(client.RetryAfter(h, time.Now())) }
+
+// orOneSecond is an advised wait, or one second when none was advised.
+func orOneSecond(d time.Duration) time.Duration {
+	if d > 0 {
 		return d
 	}
 	return time.Second
@@ -136,9 +133,9 @@ func retryAfter(h http.Header) time.Duration {
 // mutateMany submits the jobs through POST /v1/jobs:batch.
 func (s *httpSubmitter) mutateMany(ctx context.Context, jobs []mutation) ([]string, []error, error) {
 	type wireJob struct {
-		DocumentID   string       `json:"documentId"`
-		DocumentType string       `json:"documentType"`
-		Actions      []httpAction `json:"actions"`
+		DocumentID   string          `json:"documentId"`
+		DocumentType string          `json:"documentType"`
+		Actions      []client.Action `json:"actions"`
 	}
 	body := struct {
 		Jobs []wireJob `json:"jobs"`
@@ -246,17 +243,9 @@ func newBatcherSubmitter(h *httpSubmitter, maxJobs int) (*batcherSubmitter, erro
 }
 
 func (s *batcherSubmitter) mutate(ctx context.Context, documentID string, inputs []json.RawMessage) (string, error) {
-	actions := make([]client.Action, len(inputs))
-	for i, in := range inputs {
-		actions[i] = client.Action{Type: jsondoc.ActionMergePatch, Scope: oplog.ScopeGlobal, Input: in}
-	}
-	acc, err := s.b.Submit(ctx, client.Job{DocumentID: documentID, DocumentType: jsondoc.DocumentType, Actions: actions})
+	acc, err := s.b.Submit(ctx, client.Job{DocumentID: documentID, DocumentType: jsondoc.DocumentType, Actions: mergePatches(inputs)})
 	if e := client.AsAPIError(err); e != nil && e.StatusCode == http.StatusTooManyRequests {
-		wait := e.RetryAfter
-		if wait <= 0 {
-			wait = time.Second
-		}
-		return "", &refusal{path: "/v1/jobs:batch", retryAfter: wait, body: e.Message}
+		return "", &refusal{path: "/v1/jobs:batch", retryAfter: orOneSecond(e.RetryAfter), body: e.Message}
 	}
 	if err != nil {
 		return "", fmt.Errorf("submitting to /v1/jobs:batch: %w", err)
