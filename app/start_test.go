@@ -320,8 +320,10 @@ func containsAll(s string, subs []string) bool {
 
 func submit(t *testing.T, ingestURL string) (jobID, documentID string) {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Post(ingestURL+"/v1/documents", "application/json",
-		strings.NewReader(`{"documentType":"doclog/json","name":"waited","actions":[{"type":"MERGE_PATCH","scope":"global","input":{"greeting":"hi"}}]}`))
+	resp, err := testenv.Admitted(t, func() (*http.Response, error) {
+		return (&http.Client{Timeout: 30 * time.Second}).Post(ingestURL+"/v1/documents", "application/json",
+			strings.NewReader(`{"documentType":"doclog/json","name":"waited","actions":[{"type":"MERGE_PATCH","scope":"global","input":{"greeting":"hi"}}]}`))
+	})
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)

@@ -268,19 +268,22 @@ func submit(t *testing.T, ingestURL, body string) string {
 }
 
 // call sends a request with the bearer token, a JSON body unless body is
-// empty and the header pairs given, and returns the status and body.
+// empty and the header pairs given, and returns the status and body. A 429
+// of ingest's backpressure is waited out (testenv.Admitted).
 func call(t *testing.T, method, url, token, body string, header ...string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	resp, err := testenv.Admitted(t, func() (*http.Response, error) {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		require.NoError(t, err)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		return (&http.Client{Timeout: time.Minute}).Do(req)
+	})
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

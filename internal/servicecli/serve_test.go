@@ -237,8 +237,10 @@ func (p *serveProc) requireStops(t *testing.T, within time.Duration) {
 
 func submitDocument(t *testing.T, ingestURL string) (jobID string) {
 	t.Helper()
-	resp, err := http.Post(ingestURL+"/v1/documents", "application/json",
-		strings.NewReader(`{"documentType":"doclog/json","name":"waited","actions":[{"type":"MERGE_PATCH","scope":"global","input":{"greeting":"hi"}}]}`))
+	resp, err := testenv.Admitted(t, func() (*http.Response, error) {
+		return http.Post(ingestURL+"/v1/documents", "application/json",
+			strings.NewReader(`{"documentType":"doclog/json","name":"waited","actions":[{"type":"MERGE_PATCH","scope":"global","input":{"greeting":"hi"}}]}`))
+	})
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
