@@ -182,7 +182,7 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 	b.duration(&r.MaxWait, "readstore-max-wait", readstore.DefaultMaxWait, time.Nanosecond,
 		"longest ?wait= a read may ask for (at least --readstore-default-wait): raising it lets clients wait out longer lags at the cost of more requests held open")
 	b.duration(&r.PollInterval, "readstore-poll-interval", readstore.DefaultPollInterval, time.Nanosecond,
-		"how often the shared poller looks up the streams that waiting reads need: raising it costs Postgres fewer lookups at the cost of waiting reads answering later")
+		"how often the shared poller looks up the streams that waiting reads need, besides at once after each projector commit it is notified of: raising it costs Postgres fewer lookups at the cost of waiting reads answering later when a notification is missed")
 	b.int(&r.PollBatch, "readstore-poll-batch", readstore.DefaultPollBatch, 1,
 		"streams one lookup of that poller names: raising it takes fewer queries when many reads wait at the cost of larger ones")
 	b.int(&r.DefaultPageLimit, "readstore-default-page-limit", readstore.DefaultPageLimit, 1,

@@ -169,6 +169,17 @@ func newWaiter(progress progressFunc, interval time.Duration, batch int, logger 
 	}
 }
 
+// kick runs the source's next lookup now, if anyone waits on it: the
+// source has moved.
+func (w *waiter) kick(source Source) {
+	w.mu.Lock()
+	p := w.pollers[source]
+	w.mu.Unlock()
+	if p != nil {
+		p.Kick()
+	}
+}
+
 // poller returns the source's poller, nil once the waiter is closed.
 func (w *waiter) poller(source Source) *coalesce.Poller[oplog.StreamKey, StreamProgress] {
 	w.mu.Lock()

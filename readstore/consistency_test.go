@@ -117,6 +117,44 @@ func TestReadYourWrites(t *testing.T) {
 	}
 }
 
+// A read waiting on its token is woken by the projector's notification of
+// its commit (pgread's WatchProgress), not by the poll: with a poll
+// interval of an hour, it is answered as soon as the view has the write.
+func TestProgressNotificationWakesTokenWait(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t, readstore.Config{PollInterval: time.Hour}, true)
+	b.startProjectors()
+	// A first document shows the handler listening: its commit notifies.
+	_, warm := b.w.Create("woken-0", jsondoc.DocumentType, "")
+	b.env.Publish(warm)
+	require.Eventually(t, func() bool {
+		return b.metric("doclog_readstore_progress_notifications_total", "source", "docview") >= 1
+	}, time.Minute, 5*time.Millisecond, "the document view's commit is notified")
+
+	// The read waits before its job is announced, so only a round after
+	// the projector's commit answers it, and the poll's is an hour away.
+	_, rec := b.w.Create("woken-1", jsondoc.DocumentType, "woken")
+	done := make(chan response, 1)
+	go func() {
+		res, _ := serve(b.h, "/v1/documents/woken-1?wait=5m", readstore.TokenHeader, tokenOf(rec.ConsistencyToken))
+		done <- res
+	}()
+	require.Eventually(t, func() bool { return b.metric("doclog_readstore_waiting_reads") == 1 }, 10*time.Second, 5*time.Millisecond)
+	published := time.Now()
+	b.env.Publish(rec)
+	select {
+	case res := <-done:
+		require.Equal(t, 200, res.status, "%s", res.body)
+		var d documentBody
+		res.decode(t, &d)
+		require.Equal(t, "woken", d.Slug)
+		t.Logf("answered %s after the job's announcement", time.Since(published).Round(time.Millisecond))
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the waiting read was not woken by the projector's commit")
+	}
+	require.Equal(t, 1.0, b.metric("doclog_readstore_token_waits_total", "source", "docview", "outcome", "reached"))
+}
+
 func TestConsistencyTimeout(t *testing.T) {
 	t.Parallel()
 	b := setup(t, readstore.Config{})

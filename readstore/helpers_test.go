@@ -39,12 +39,22 @@ type bundle struct {
 	h     *readstore.Handler
 }
 
-func setup(t *testing.T, cfg readstore.Config) *bundle {
+func setup(t *testing.T, cfg readstore.Config) *bundle { return setupStore(t, cfg, false) }
+
+// setupStore is setup, with the store's progress notifications followed
+// when notified (otherwise the counting store hides them, and every wait
+// ends by a poll).
+func setupStore(t *testing.T, cfg readstore.Config, notified bool) *bundle {
 	t.Helper()
 	env := projtest.New(t, docview.Migrations(), indexer.Migrations())
-	store := &countingStore{Store: pgread.New(env.Pool)}
+	pg := pgread.New(env.Pool)
+	store := &countingStore{Store: pg}
+	var served readstore.Store = store
+	if notified {
+		served = notifyingStore{countingStore: store, notifier: pg}
+	}
 	reg := prometheus.NewRegistry()
-	h, err := readstore.NewHandler(cfg, readstore.Deps{Store: store, Log: env.Log, Registry: env.Registry, Logger: projtest.Logger(), Registerer: reg})
+	h, err := readstore.NewHandler(cfg, readstore.Deps{Store: served, Log: env.Log, Registry: env.Registry, Logger: projtest.Logger(), Registerer: reg})
 	require.NoError(t, err)
 	t.Cleanup(h.Close)
 	return &bundle{t: t, env: env, w: env.NewWorkload(uint64(time.Now().UnixNano())), store: store, reg: reg, h: h}
@@ -97,6 +107,17 @@ type countingStore struct {
 func (c *countingStore) Progress(ctx context.Context, s readstore.Source, streams []oplog.StreamKey) (map[oplog.StreamKey]readstore.StreamProgress, error) {
 	c.progressCalls.Add(1)
 	return c.Store.Progress(ctx, s, streams)
+}
+
+// notifyingStore is a countingStore that passes on its store's progress
+// notifications.
+type notifyingStore struct {
+	*countingStore
+	notifier readstore.ProgressNotifier
+}
+
+func (n notifyingStore) WatchProgress(ctx context.Context, progressed func(readstore.Source), failed func(error)) {
+	n.notifier.WatchProgress(ctx, progressed, failed)
 }
 
 // response is a decoded answer.

@@ -22,6 +22,7 @@ type metrics struct {
 	waitSeconds *prometheus.HistogramVec
 	waiting     prometheus.Gauge
 	lookups     *prometheus.CounterVec
+	notified    *prometheus.CounterVec
 
 	feedStreams prometheus.Gauge
 	feedRefused prometheus.Counter
@@ -45,6 +46,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		})),
 		lookups: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "poller_lookups_total", Help: "Progress lookups of the shared poller, by source.",
+		}, []string{"source"})),
+		notified: telemetry.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "progress_notifications_total",
+			Help: "Notifications that a projector committed, by projector; each runs the shared poller's next lookup for its source at once.",
 		}, []string{"source"})),
 		feedStreams: telemetry.Reuse(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "feed_streams", Help: "Change-feed streams open now.",

@@ -169,6 +169,19 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// ProgressNotifier is implemented by a Store that can say when a projection
+// has moved (a Postgres notification, for pgread). The handler then looks
+// up the streams waited for on that source at once rather than at its next
+// poll: the poll interval stays the bound when a notification is missed, and
+// the notifications only take the wait of a token read down from about half
+// an interval to a round trip.
+type ProgressNotifier interface {
+	// WatchProgress calls progressed each time source has moved, and
+	// failed with the reason whenever it cannot watch for a while, until
+	// ctx ends. It blocks until then.
+	WatchProgress(ctx context.Context, progressed func(source Source), failed func(error))
+}
+
 // Log is the part of the operation log the read store uses (the change
 // feed pages the tail and polls its end); *log/postgres.Store satisfies it.
 type Log interface {

@@ -51,6 +51,7 @@ type Poller[K comparable, V any] struct {
 	closed  bool
 	stop    chan struct{}
 	done    chan struct{} // closed when a running loop exits
+	kick    chan struct{} // a round wanted now (Kick), buffered one deep
 }
 
 type waiter[K comparable, V any] struct {
@@ -69,7 +70,26 @@ func New[K comparable, V any](lookup Lookup[K, V], cfg Config) *Poller[K, V] {
 	return &Poller[K, V]{
 		lookup: lookup, cfg: cfg,
 		waiters: map[*waiter[K, V]]struct{}{}, keys: map[K]int{},
-		stop: make(chan struct{}),
+		stop: make(chan struct{}), kick: make(chan struct{}, 1),
+	}
+}
+
+// Kick runs the next round now rather than at the end of the interval: the
+// caller learnt that results may have arrived (a notification of the
+// database's), and a waiter should not wait out the tick for them. Kicks
+// arriving during a round make one round after it; with nobody waiting a
+// kick does nothing. The interval stays the fallback, so a kick that never
+// comes only costs its latency.
+func (p *Poller[K, V]) Kick() {
+	p.mu.Lock()
+	running := p.running
+	p.mu.Unlock()
+	if !running {
+		return
+	}
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -142,6 +162,8 @@ func (p *Poller[K, V]) loop(done chan struct{}) {
 		case <-p.stop:
 			return
 		case <-timer.C:
+		case <-p.kick:
+			timer.Stop()
 		}
 		if !p.round() {
 			return

@@ -146,6 +146,37 @@ func TestFirstRound(t *testing.T) {
 	}
 }
 
+// A kick runs a round at once, so a waiter whose value arrived is woken
+// without waiting out an interval of an hour; with nobody waiting a kick
+// looks nothing up.
+func TestKick(t *testing.T) {
+	t.Parallel()
+	tb := newTable()
+	p := coalesce.New(tb.lookup, coalesce.Config{Interval: time.Hour, Batch: 10, Immediate: true})
+	defer p.Close()
+	p.Kick()
+	require.Zero(t, tb.calls.Load(), "a kick with nobody waiting looks nothing up")
+
+	done := make(chan int, 1)
+	go func() {
+		v, _, err := waitFor(context.Background(), p, "k")
+		if err == nil {
+			done <- v
+		}
+	}()
+	require.Eventually(t, func() bool { return tb.calls.Load() == 1 }, 10*time.Second, time.Millisecond, "the immediate first round")
+	tb.set("k", 9)
+	require.Never(t, func() bool { return len(done) > 0 }, 100*time.Millisecond, 10*time.Millisecond, "without a kick the value waits for the hour's round")
+	p.Kick()
+	select {
+	case v := <-done:
+		require.Equal(t, 9, v)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a kick did not run a round")
+	}
+	require.Equal(t, int64(2), tb.calls.Load(), "one round for the kick")
+}
+
 // A wait whose context ends returns its error, and the poller stops looking
 // once nobody waits.
 func TestWaitTimeout(t *testing.T) {

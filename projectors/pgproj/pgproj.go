@@ -9,7 +9,9 @@
 // projector's, the new heads) with the checkpoints and COMMIT, split into
 // more round trips only where they carry more than a megabyte of
 // parameters (roundTripBytes). A projector store pays a round trip of its
-// own only for a statement whose result it reads.
+// own only for a statement whose result it reads. A checkpointed
+// transaction also notifies ProgressChannel, which readers waiting for a
+// projection's progress follow with WatchProgress.
 package pgproj
 
 import (
@@ -200,6 +202,7 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 	b = batchOf(writes)
 	if len(fences) > 0 {
 		b.Queue(checkpointSQL, projector, parts, offsets)
+		b.Queue(notifySQL, ProgressChannel, projector)
 	}
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
@@ -210,6 +213,9 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 	if len(fences) > 0 {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("move the checkpoints of partitions %v: %w", parts, err)
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("notify the progress of %s: %w", projector, err)
 		}
 	}
 	if _, err := br.Exec(); err != nil {

@@ -393,3 +393,81 @@ func TestHeadWithoutStateKeepsTheStoredOne(t *testing.T) {
 	require.Equal(t, int64(20), stored().LastIndex)
 	require.Nil(t, stored().StateAt)
 }
+
+// A checkpointed transaction notifies the watchers of its own schema as it
+// commits, naming its projector; a transaction of another schema, one
+// rolled back and one without fences notify no one of this schema.
+func TestWatchProgress(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	// The watcher's connection carries the pool's settings: an application
+	// name of its own lets the test end that connection and no other
+	// test's.
+	app := fmt.Sprintf("watch-progress-%d", time.Now().UnixNano())
+	pool, err := pgxpool.New(ctx, testenv.PostgresSchema(t)+"&application_name="+app)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	s, other := pgproj.New(pool), newStore(t)
+	for _, st := range []*pgproj.Store{s, other} {
+		_, err := st.Assign(ctx, "p", 0)
+		require.NoError(t, err)
+	}
+	got := make(chan string, 16)
+	watchCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pgproj.WatchProgress(watchCtx, s.Pool(), func(projector string) { got <- projector }, func(err error) { t.Logf("watch: %v", err) })
+	}()
+	defer func() { stop(); <-done }()
+	fence := []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 1}}
+
+	// The watcher listens once its connection is made: commit until the
+	// first notification arrives.
+	require.Eventually(t, func() bool {
+		require.NoError(t, s.InTx(ctx, fence, func(projectors.Tx) error { return nil }))
+		select {
+		case p := <-got:
+			require.Equal(t, "p", p)
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	}, 30*time.Second, time.Millisecond, "a checkpointed transaction notifies its schema's watcher")
+	for len(got) > 0 {
+		<-got
+	}
+
+	require.NoError(t, other.InTx(ctx, fence, func(projectors.Tx) error { return nil }))
+	require.NoError(t, s.InTx(ctx, nil, func(projectors.Tx) error { return nil }))
+	require.Error(t, s.InTx(ctx, fence, func(projectors.Tx) error { return fmt.Errorf("the batch failed") }))
+	select {
+	case p := <-got:
+		t.Fatalf("notified of %q by a transaction of another schema, an unfenced one or a rolled-back one", p)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, s.InTx(ctx, fence, func(projectors.Tx) error { return nil }))
+	select {
+	case p := <-got:
+		require.Equal(t, "p", p)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next checkpointed transaction did not notify")
+	}
+
+	// A listening connection that dies is made again.
+	var ended int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND application_name = $1 AND query = 'LISTEN `+pgproj.ProgressChannel+`'`, app).Scan(&ended))
+	require.Equal(t, 1, ended, "one listening connection, the watcher's")
+	require.Eventually(t, func() bool {
+		require.NoError(t, s.InTx(ctx, fence, func(projectors.Tx) error { return nil }))
+		select {
+		case <-got:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	}, 30*time.Second, time.Millisecond, "the watcher listens again after its connection was terminated")
+}

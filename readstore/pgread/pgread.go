@@ -33,6 +33,14 @@ type Store struct {
 
 var _ readstore.Store = (*Store)(nil)
 
+var _ readstore.ProgressNotifier = (*Store)(nil)
+
+// WatchProgress follows the projector transactions' notifications
+// (pgproj.WatchProgress) until ctx ends.
+func (s *Store) WatchProgress(ctx context.Context, progressed func(readstore.Source), failed func(error)) {
+	pgproj.WatchProgress(ctx, s.pool, func(projector string) { progressed(readstore.Source(projector)) }, failed)
+}
+
 // New returns a Store over pool.
 func New(pool *pgxpool.Pool) *Store {
 	ps := pgproj.New(pool)
