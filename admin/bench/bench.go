@@ -21,9 +21,10 @@
 //     the database clock) is the job's WRITE_READY time. While draining, the
 //     jobs without a result yet are looked up in chunks every 200ms.
 //   - READ_READY: a sampler reads the document view's last applied index of
-//     every benchmarked stream in one query every SampleInterval; a job is
-//     READ_READY at the first sample showing its consistency token's index.
-//     The resolution is the sample interval.
+//     every benchmarked stream in one query as each of the view projector's
+//     commits is notified, and every SampleInterval; a job is READ_READY at
+//     the first sample showing its consistency token's index. The
+//     resolution is about one query (the interval with SamplePollOnly).
 //   - Throughput to a stage is the jobs (operations) that reached it over
 //     the time from the first submission to the last job reaching it.
 //   - Postgres activity is the delta of pg_stat_database (and of
@@ -120,8 +121,14 @@ type Config struct {
 	// READ_READY. Default 2m.
 	Drain time.Duration
 	// SampleInterval is how often the READ_READY sampler reads the document
-	// view. Default 20ms.
+	// view. Default 20ms. Unless SamplePollOnly, it also reads it as soon as
+	// the document view's projector notifies a commit (pgproj's
+	// ProgressChannel), so the resolution is then about one query, and the
+	// interval only bounds a notification missed.
 	SampleInterval time.Duration
+	// SamplePollOnly samples only every SampleInterval, as before the
+	// notifications: to compare with figures taken that way.
+	SamplePollOnly bool
 	// JobsPerRequest, above 1, submits through POST /v1/jobs:batch (ViaHTTP
 	// only): the documents are dealt into groups of this many, and a
 	// group's jobs go in requests of up to this many (closed loop: the next

@@ -34,6 +34,9 @@ type Report struct {
 	// StateBytes is workload W2's state size (0: workload W1).
 	StateBytes       int     `json:"stateBytes,omitempty"`
 	SampleIntervalMs float64 `json:"sampleIntervalMs"`
+	// SamplePollOnly: READ_READY was sampled by the interval alone, not
+	// also at the view's notified commits.
+	SamplePollOnly bool `json:"samplePollOnly,omitempty"`
 
 	// Submitted counts the acknowledged submissions; SubmitSeconds is how
 	// long submitting took (the duration, plus the last acknowledgements).
@@ -133,6 +136,7 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 	rep.Embedded, rep.Schema, rep.Documents, rep.ActionsPerDocument = c.Embedded, r.schema, c.Documents, c.ActionsPerDocument
 	rep.StateBytes, rep.JobsPerRequest, rep.Coalesce = c.StateBytes, c.JobsPerRequest, c.Coalesce
 	rep.DurationSeconds, rep.SampleIntervalMs = c.Duration.Seconds(), float64(c.SampleInterval)/float64(time.Millisecond)
+	rep.SamplePollOnly = c.SamplePollOnly
 	rep.Rounds, rep.Operations, rep.Workload = c.Rounds, c.Operations, c.workload()
 	rep.SubmitSeconds = loadDone.Sub(start).Seconds()
 	rep.SubmitFailures = r.fails.Load()

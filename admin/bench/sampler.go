@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/doclog/doclog/projectors/docview"
+	"github.com/doclog/doclog/projectors/pgproj"
 )
 
 // sample is a moment (Unix nanoseconds) at which the document view was
@@ -34,13 +37,33 @@ func newSampler(docs int) *sampler {
 	return s
 }
 
-// sample reads the document view every SampleInterval until ctx ends. The
-// time of a sample is when its answer arrived: the view reached the index
-// at or before then, so a latency read from it errs long, by at most the
-// interval plus one query.
+// sample reads the document view every SampleInterval and, unless
+// SamplePollOnly, as soon as the view's projector notifies a commit, until
+// ctx ends. The time of a sample is when its answer arrived: the view
+// reached the index at or before then, so a latency read from it errs long,
+// by at most one query after a notified commit (commits notified during a
+// query make one sample after it), else by the interval plus one query.
 func (r *runner) sample(ctx context.Context) {
 	t := time.NewTicker(r.cfg.SampleInterval)
 	defer t.Stop()
+	committed := make(chan struct{}, 1)
+	if !r.cfg.SamplePollOnly {
+		var watch sync.WaitGroup
+		defer watch.Wait()
+		watch.Go(func() {
+			pgproj.WatchProgress(ctx, r.store.Pool(), func(projector string) {
+				if projector != docview.Name {
+					return
+				}
+				select {
+				case committed <- struct{}{}:
+				default:
+				}
+			}, func(err error) {
+				r.cfg.Logger.Warn("following the document view's commits failed: sampling by the interval", zap.Error(err))
+			})
+		})
+	}
 	for {
 		applied, err := r.view.AppliedIndexes(ctx, r.streams)
 		r.probes.Add(1)
@@ -64,6 +87,7 @@ func (r *runner) sample(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-committed:
 		}
 	}
 }

@@ -44,6 +44,9 @@ func TestBenchEmbedded(t *testing.T) {
 		// Through the client's batcher: each document one job at a time,
 		// the four documents' jobs sharing requests.
 		{"single via http, coalesced, two rounds", []string{"--mode", "single", "--via", "http", "--rounds", "2", "--coalesce", "3"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations", 0},
+		// Sampled at the view's notified commits: with an interval of an
+		// hour, the run drains only if those samples come.
+		{"single via kafka, two rounds, sampled at commits", []string{"--mode", "single", "--via", "kafka", "--rounds", "2", "--sample-interval", "1h"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations", 0},
 		// W2: each document's state is filled to 8 KB (one fill job) first.
 		{"W2 single via kafka", []string{"--mode", "single", "--via", "kafka", "--duration", "3s", "--state-size", "8KB"}, bench.Count{}, "for 3s", 1},
 	} {
