@@ -157,9 +157,15 @@ type waiter struct {
 	logger   *zap.Logger
 	m        *metrics
 
-	mu      sync.Mutex
-	pollers map[Source]*coalesce.Poller[oplog.StreamKey, StreamProgress]
-	closed  bool
+	// notifier, when the store has one, is followed from the first wait
+	// to close: each notification kicks its source's poller.
+	notifier ProgressNotifier
+
+	mu        sync.Mutex
+	pollers   map[Source]*coalesce.Poller[oplog.StreamKey, StreamProgress]
+	closed    bool
+	stopWatch context.CancelFunc // nil until the watch starts
+	watched   chan struct{}      // closed once the watch has returned
 }
 
 func newWaiter(progress progressFunc, interval time.Duration, batch int, logger *zap.Logger, m *metrics) *waiter {
@@ -200,8 +206,31 @@ func (w *waiter) poller(source Source) *coalesce.Poller[oplog.StreamKey, StreamP
 		// The first lookup waits a tick: the request has just looked.
 		p = coalesce.New(lookup, coalesce.Config{Interval: w.interval, Batch: w.batch})
 		w.pollers[source] = p
+		w.startWatch()
 	}
 	return p
+}
+
+// startWatch follows the notifier, once; the caller holds mu. It starts
+// with the first wait, so a handler that never waits holds no connection
+// for it.
+func (w *waiter) startWatch() {
+	if w.notifier == nil || w.stopWatch != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stopWatch, w.watched = cancel, make(chan struct{})
+	go func() {
+		defer close(w.watched)
+		progressed := func(source Source) {
+			w.m.notified.WithLabelValues(string(source)).Inc()
+			w.kick(source)
+		}
+		w.notifier.WatchProgress(ctx, progressed, func(err error) {
+			w.logger.Info("watching the projections' progress failed: consistency-token waits poll meanwhile",
+				zap.Duration("poll_interval", w.interval), zap.Error(err))
+		})
+	}()
 }
 
 // await returns nil once source has applied every coordinate of the token
@@ -292,7 +321,12 @@ func (w *waiter) close() {
 	w.closed = true
 	pollers := w.pollers
 	w.pollers = nil
+	stop, watched := w.stopWatch, w.watched
 	w.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-watched
+	}
 	for _, p := range pollers {
 		p.Close()
 	}

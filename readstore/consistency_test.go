@@ -124,12 +124,33 @@ func TestProgressNotificationWakesTokenWait(t *testing.T) {
 	t.Parallel()
 	b := setupStore(t, readstore.Config{PollInterval: time.Hour}, true)
 	b.startProjectors()
-	// A first document shows the handler listening: its commit notifies.
-	_, warm := b.w.Create("woken-0", jsondoc.DocumentType, "")
-	b.env.Publish(warm)
+	// The handler listens from its first wait: a read waits for a
+	// document not yet announced, and documents are announced until a
+	// commit is notified, which wakes it.
+	_, first := b.w.Create("woken-0", jsondoc.DocumentType, "")
+	warm := make(chan response, 1)
+	go func() {
+		res, _ := serve(b.h, "/v1/documents/woken-0?wait=5m", readstore.TokenHeader, tokenOf(first.ConsistencyToken))
+		warm <- res
+	}()
+	require.Eventually(t, func() bool { return b.metric("doclog_readstore_waiting_reads") == 1 }, 10*time.Second, 5*time.Millisecond)
+	b.env.Publish(first)
+	n := 0
 	require.Eventually(t, func() bool {
-		return b.metric("doclog_readstore_progress_notifications_total", "source", "docview") >= 1
-	}, time.Minute, 5*time.Millisecond, "the document view's commit is notified")
+		if b.metric("doclog_readstore_progress_notifications_total", "source", "docview") >= 1 {
+			return true
+		}
+		n++
+		_, rec := b.w.Create(fmt.Sprintf("woken-warm-%d", n), jsondoc.DocumentType, "")
+		b.env.Publish(rec)
+		return false
+	}, time.Minute, 50*time.Millisecond, "the document view's commits are notified")
+	select {
+	case res := <-warm:
+		require.Equal(t, 200, res.status, "%s", res.body)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the first waiting read was not woken by a notified commit")
+	}
 
 	// The read waits before its job is announced, so only a round after
 	// the projector's commit answers it, and the poll's is an hour away.
@@ -152,7 +173,7 @@ func TestProgressNotificationWakesTokenWait(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the waiting read was not woken by the projector's commit")
 	}
-	require.Equal(t, 1.0, b.metric("doclog_readstore_token_waits_total", "source", "docview", "outcome", "reached"))
+	require.Equal(t, 2.0, b.metric("doclog_readstore_token_waits_total", "source", "docview", "outcome", "reached"))
 }
 
 func TestConsistencyTimeout(t *testing.T) {

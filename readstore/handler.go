@@ -66,10 +66,6 @@ type Handler struct {
 
 	closeOnce sync.Once
 	closing   chan struct{}
-	// stopWatch ends the watch of a ProgressNotifier store; watched is
-	// closed once it has.
-	stopWatch context.CancelFunc
-	watched   chan struct{}
 }
 
 // NewHandler validates the configuration and builds the handler.
@@ -99,7 +95,9 @@ func NewHandler(cfg Config, deps Deps) (*Handler, error) {
 		m: newMetrics(reg), closing: make(chan struct{}),
 	}
 	h.waiter = newWaiter(h.progress, cfg.PollInterval, cfg.PollBatch, logger, h.m)
-	h.watchProgress()
+	if pn, ok := deps.Store.(ProgressNotifier); ok {
+		h.waiter.notifier = pn
+	}
 	h.hub = feed.NewHub(deps.Log, cfg.FeedPollInterval)
 	h.bearer = httpapi.NewBearer(cfg.ReadTokens, cfg.BearerTokens)
 	if h.bearer.Off() {
@@ -143,35 +141,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) Close() {
 	h.closeOnce.Do(func() {
 		close(h.closing)
-		if h.stopWatch != nil {
-			h.stopWatch()
-			<-h.watched
-		}
 		h.waiter.close()
 		h.hub.Close()
 	})
-}
-
-// watchProgress follows the store's notifications of progress, when it
-// gives them, until Close: each one kicks the poller of its source.
-func (h *Handler) watchProgress() {
-	pn, ok := h.store.(ProgressNotifier)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stopWatch, h.watched = cancel, make(chan struct{})
-	go func() {
-		defer close(h.watched)
-		progressed := func(source Source) {
-			h.m.notified.WithLabelValues(string(source)).Inc()
-			h.waiter.kick(source)
-		}
-		pn.WatchProgress(ctx, progressed, func(err error) {
-			h.logger.Info("watching the projections' progress failed: consistency-token waits poll meanwhile",
-				zap.Duration("poll_interval", h.cfg.PollInterval), zap.Error(err))
-		})
-	}()
 }
 
 func (h *Handler) isClosing() bool {
