@@ -128,12 +128,7 @@ func TestProgressNotificationWakesTokenWait(t *testing.T) {
 	// document not yet announced, and documents are announced until a
 	// commit is notified, which wakes it.
 	_, first := b.w.Create("woken-0", jsondoc.DocumentType, "")
-	warm := make(chan response, 1)
-	go func() {
-		res, _ := serve(b.h, "/v1/documents/woken-0?wait=5m", readstore.TokenHeader, tokenOf(first.ConsistencyToken))
-		warm <- res
-	}()
-	require.Eventually(t, func() bool { return b.metric("doclog_readstore_waiting_reads") == 1 }, 10*time.Second, 5*time.Millisecond)
+	warm := b.waitingRead("woken-0", first.ConsistencyToken)
 	b.env.Publish(first)
 	n := 0
 	require.Eventually(t, func() bool {
@@ -155,12 +150,7 @@ func TestProgressNotificationWakesTokenWait(t *testing.T) {
 	// The read waits before its job is announced, so only a round after
 	// the projector's commit answers it, and the poll's is an hour away.
 	_, rec := b.w.Create("woken-1", jsondoc.DocumentType, "woken")
-	done := make(chan response, 1)
-	go func() {
-		res, _ := serve(b.h, "/v1/documents/woken-1?wait=5m", readstore.TokenHeader, tokenOf(rec.ConsistencyToken))
-		done <- res
-	}()
-	require.Eventually(t, func() bool { return b.metric("doclog_readstore_waiting_reads") == 1 }, 10*time.Second, 5*time.Millisecond)
+	done := b.waitingRead("woken-1", rec.ConsistencyToken)
 	published := time.Now()
 	b.env.Publish(rec)
 	select {
@@ -174,6 +164,20 @@ func TestProgressNotificationWakesTokenWait(t *testing.T) {
 		t.Fatal("the waiting read was not woken by the projector's commit")
 	}
 	require.Equal(t, 2.0, b.metric("doclog_readstore_token_waits_total", "source", "docview", "outcome", "reached"))
+}
+
+// waitingRead reads document id with token, waiting up to five minutes, and
+// returns once the read waits on the shared poller (the only read waiting);
+// its answer arrives on the channel.
+func (b *bundle) waitingRead(id string, token oplog.ConsistencyToken) <-chan response {
+	b.t.Helper()
+	done := make(chan response, 1)
+	go func() {
+		res, _ := serve(b.h, "/v1/documents/"+id+"?wait=5m", readstore.TokenHeader, tokenOf(token))
+		done <- res
+	}()
+	require.Eventually(b.t, func() bool { return b.metric("doclog_readstore_waiting_reads") == 1 }, 10*time.Second, 5*time.Millisecond)
+	return done
 }
 
 func TestConsistencyTimeout(t *testing.T) {
