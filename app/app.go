@@ -381,6 +381,9 @@ func (a *App) janitor() component {
 
 func (a *App) buildProjectors() error {
 	pstore := pgproj.New(a.pool)
+	// The projectors all consume the write-ready topic: each record is
+	// decoded once for all of them.
+	shared := projectors.NewSharedDecode(len(a.s.Projectors), 0)
 	for _, name := range a.s.Projectors {
 		spec, err := catalog.Lookup(name)
 		if err != nil {
@@ -392,6 +395,7 @@ func (a *App) buildProjectors() error {
 		rc.Group = a.s.Topics.Prefix + projectors.DefaultGroupPrefix + name
 		rc.Logger = a.logger.Named("projector." + name)
 		rc.Registerer = a.metrics // the runner labels its series by projector
+		rc.SharedDecode = shared
 		if spec.ClickHouse {
 			rc.Projector = a.analytics.opened[name]
 		} else {

@@ -104,6 +104,11 @@ type Config struct {
 	RetryBaseDelay time.Duration
 	RetryMaxDelay  time.Duration
 
+	// SharedDecode, when set, is shared by the runners of this process that
+	// consume the same topic, so that each write-ready record is decoded
+	// once between them. Default: each runner decodes what it consumes.
+	SharedDecode *SharedDecode
+
 	// Logger receives the runner's logs. Default: none.
 	Logger *zap.Logger
 	// Registerer receives the runner's metrics. Default: a private registry

@@ -19,7 +19,6 @@ import (
 	"github.com/doclog/doclog/kafka"
 	oplog "github.com/doclog/doclog/log"
 	"github.com/doclog/doclog/model"
-	"github.com/doclog/doclog/record"
 )
 
 // Runner drives one projector: a consumer group on the write-ready topic
@@ -336,7 +335,7 @@ func (r *Runner) decode(recs []*kgo.Record) (wants, []jobTimes) {
 	w := wants{}
 	times := make([]jobTimes, 0, len(recs))
 	for _, rec := range recs {
-		wr, err := record.DecodeWriteReady(rec)
+		wr, err := r.cfg.SharedDecode.decode(rec)
 		if err != nil {
 			r.m.errors.WithLabelValues(r.name, "decode").Inc()
 			r.logger.Error("undecodable write-ready record", zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset), zap.Error(err))
