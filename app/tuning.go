@@ -139,6 +139,8 @@ func bindTuningFlags(fs *pflag.FlagSet, s *Settings) {
 		"how long a rebalance of the executors' group waits for each member to settle its in-flight batch and rejoin (at least 100ms): raising it lets a member finishing a long batch keep its place at the cost of the whole group's partitions standing still that long behind a stuck member")
 	b.duration(&e.OffsetCommitInterval, "executor-offset-commit-interval", executor.DefaultOffsetCommitInterval, time.Nanosecond,
 		"how often, at most, the executor commits its consumed offsets: raising it costs the group coordinator fewer writes at the cost of more jobs re-read (and found settled) after a crash")
+	b.bool(&e.AsyncAnnounce, "executor-async-announce", false,
+		"produce a batch's write-ready records and dead letters without waiting for the brokers' acknowledgements before the next batch (the offsets still move past a job only once acknowledged): raising it to true keeps the executor working while a replicated produce is in flight, which shortens the jobs' wait where a produce costs milliseconds (acks=all over a network), at the cost of smaller batches and more statements per job where it does not")
 	b.int(&c.MaxStreams, "executor-cache-max-streams", cache.DefaultMaxStreams, 1,
 		"streams whose head state the write cache holds: raising it saves loads from the log for a larger working set at the cost of memory")
 	b.int64(&c.MaxBytes, "executor-cache-max-bytes", cache.DefaultMaxBytes, cache.EntryOverhead,
@@ -289,6 +291,27 @@ func (b tuningBinder) add(v pflag.Value, name, usage string) {
 	if err := b.fs.SetAnnotation(f.Name, tuningAnnotation, []string{valuesKey(name)}); err != nil {
 		panic(err)
 	}
+}
+
+func (b tuningBinder) bool(p *bool, name string, def bool, usage string) {
+	*p = def
+	b.add((*boolKnob)(p), name, usage)
+	b.fs.Lookup(name).NoOptDefVal = "true" // --name alone turns it on, as a bool flag does
+}
+
+// boolKnob is a tuning flag's value that is on or off.
+type boolKnob bool
+
+func (k *boolKnob) String() string { return strconv.FormatBool(bool(*k)) }
+func (k *boolKnob) Type() string   { return "bool" }
+
+func (k *boolKnob) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("not true or false")
+	}
+	*k = boolKnob(v)
+	return nil
 }
 
 func (b tuningBinder) int(p *int, name string, def, lowest int, usage string) {

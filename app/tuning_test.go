@@ -82,8 +82,17 @@ func TestTuningDefaultsAreTheComponents(t *testing.T) {
 		}
 	}
 	flags := app.TuningFlags(fs)
-	// Every flag sets a field.
-	require.Equal(t, len(flags), tuned)
+	// Every flag sets a field: the numbers above, and the switches, each
+	// off as its component's default is.
+	switches := 0
+	for _, f := range flags {
+		if f.Value.Type() == "bool" {
+			switches++
+			require.Equal(t, "false", f.DefValue, "--%s", f.Name)
+		}
+	}
+	require.False(t, executor.Config{}.WithDefaults().AsyncAnnounce)
+	require.Equal(t, len(flags), tuned+switches)
 	require.Equal(t, "5m0s", fs.Lookup("executor-job-timeout").DefValue)
 	for _, f := range flags {
 		require.True(t, strings.HasPrefix(app.ValuesKey(f), "tuning."), f.Name)
@@ -261,4 +270,23 @@ func TestTuningReachesTheComponents(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, want, resp.StatusCode, "?limit=%s with --readstore-max-page-limit=150", limit)
 	}
+}
+
+// A switch is on given alone or as true, by its flag or its variable, and
+// refuses what is not a boolean.
+func TestTuningSwitch(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--executor-async-announce"}, {"--executor-async-announce=true"}} {
+		s, _, err := bind(t, args...)
+		require.NoError(t, err)
+		require.True(t, s.Tuning.Executor.AsyncAnnounce, "%v", args)
+	}
+	s, fs, err := bind(t)
+	require.NoError(t, err)
+	require.False(t, s.Tuning.Executor.AsyncAnnounce)
+	env := map[string]string{"DOCLOG_EXECUTOR_ASYNC_ANNOUNCE": "true"}
+	require.NoError(t, config.ApplyEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+	require.True(t, s.Tuning.Executor.AsyncAnnounce)
+	_, _, err = bind(t, "--executor-async-announce=sometimes")
+	require.ErrorContains(t, err, "not true or false")
 }

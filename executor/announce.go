@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,6 +53,149 @@ func (e *Executor) publish(ctx context.Context) error {
 		ps.jobs = slices.DeleteFunc(ps.jobs, func(p *pending) bool { return p.settled })
 	}
 	return nil
+}
+
+// announcement is a job's announcement produced without waiting
+// (AsyncAnnounce): how many of its records the brokers have still to
+// acknowledge, and the first failure among them.
+type announcement struct {
+	left atomic.Int32
+	mu   sync.Mutex
+	err  error
+}
+
+func (a *announcement) fail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err == nil {
+		a.err = err
+	}
+}
+
+func (a *announcement) failure() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// publishAsync forgets the jobs whose announcements were acknowledged since
+// the last call (reap), then produces the records announcing every job
+// settled since, without waiting for them; the stage produce is the time
+// from a call's produce to its last acknowledgement. A job whose produce
+// failed is produced again on the next call, which the returned error (an
+// outage) delays by its backoff, and the error is returned until that
+// produce is acknowledged: as waiting does, the member stays unavailable,
+// and takes no new work, until the brokers take its announcements again.
+func (e *Executor) publishAsync() error {
+	reaped := e.reap()
+	start := time.Now()
+	var wave atomic.Int32 // the records of this call still unacknowledged
+	for _, ps := range e.sortedParts() {
+		for _, p := range ps.jobs {
+			if !p.settled || p.ann != nil {
+				continue
+			}
+			a := &announcement{}
+			p.ann = a
+			if len(p.out) == 0 {
+				continue // nothing to announce: reaped next time
+			}
+			a.left.Store(int32(len(p.out)))
+			wave.Add(int32(len(p.out)))
+			e.inFlight.Add(len(p.out))
+			for _, r := range p.out {
+				// Fresh records, as publish makes; no context but the
+				// client's delivery timeout (ProduceTimeout), as there.
+				rec := &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}
+				e.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+					defer e.inFlight.Done()
+					if err != nil {
+						a.fail(err)
+					}
+					if wave.Add(-1) == 0 {
+						e.m.since("produce", start)
+					}
+					if a.left.Add(-1) == 0 {
+						e.announced()
+					}
+				})
+			}
+		}
+	}
+	if reaped != nil {
+		return reaped
+	}
+	retrying := 0
+	for _, ps := range e.parts {
+		for _, p := range ps.jobs {
+			if p.retried && p.ann != nil {
+				retrying += len(p.out)
+			}
+		}
+	}
+	if retrying > 0 {
+		return &produceError{n: retrying, err: fmt.Errorf("produced again after a failure, not acknowledged yet: %w", e.announceErr)}
+	}
+	return nil
+}
+
+// announced wakes the loop for a job whose announcement the brokers have
+// all acknowledged: the poll in progress ends, or the next one does not
+// wait, so the offsets move past the job without waiting for new records.
+func (e *Executor) announced() {
+	e.acked.Store(true)
+	e.pollMu.Lock()
+	defer e.pollMu.Unlock()
+	if e.pollCancel != nil {
+		e.pollCancel()
+	}
+}
+
+// reap forgets the settled jobs whose announcements are all acknowledged,
+// which lets the offsets move past them. One whose produce failed is kept,
+// to be produced again, and reported.
+func (e *Executor) reap() error {
+	var (
+		first  error
+		failed int
+	)
+	for _, ps := range e.parts {
+		ps.jobs = slices.DeleteFunc(ps.jobs, func(p *pending) bool {
+			if !p.settled || p.ann == nil || p.ann.left.Load() > 0 {
+				return false
+			}
+			if err := p.ann.failure(); err != nil {
+				p.ann, p.retried = nil, true
+				failed += len(p.out)
+				if first == nil {
+					first = err
+				}
+				return false
+			}
+			return true
+		})
+	}
+	if first != nil {
+		e.announceErr = first
+		return &produceError{n: failed, err: first}
+	}
+	return nil
+}
+
+// awaitAnnouncements waits, at the stop, for the announcements in flight to
+// be acknowledged or to fail, then reaps them.
+func (e *Executor) awaitAnnouncements(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		e.inFlight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return e.reap()
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the announcements in flight: %w", ctx.Err())
+	}
 }
 
 // reannounce rebuilds the announcement of a job that already has a result:

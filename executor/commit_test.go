@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,11 +16,23 @@ import (
 // The loop commits offsets at most once per OffsetCommitInterval, so the
 // jobs of the polls in between are committed later; with no record left to
 // wake it, the member still commits them, while it runs, not only at stop.
+// Announcing without waiting (AsyncAnnounce), the last acknowledgement is
+// what wakes it.
 func TestOffsetsCommittedWhileIdle(t *testing.T) {
 	t.Parallel()
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async announce %v", async), func(t *testing.T) {
+			t.Parallel()
+			testOffsetsCommittedWhileIdle(t, async)
+		})
+	}
+}
+
+func testOffsetsCommittedWhileIdle(t *testing.T, async bool) {
 	b := setup(t, 2)
 	cfg := b.config()
 	cfg.OffsetCommitInterval = 2 * time.Second
+	cfg.AsyncAnnounce = async
 	b.start(cfg)
 
 	first := []*record.Job{createJob(docName(1), jsondoc.DocumentType), createJob(docName(2), jsondoc.DocumentType)}

@@ -9,7 +9,10 @@
 // acknowledgements, and commit the Kafka offsets. A crash anywhere in between
 // leads to re-delivery, which the job-id lookup turns into a
 // re-announcement, so every committed job reaches the write-ready topic at
-// least once, in per-document order, without an outbox table.
+// least once, in per-document order, without an outbox table. With
+// Config.AsyncAnnounce the loop does not wait for the acknowledgements
+// before the next batch (the offsets still wait for them), and a record
+// produced again after a failure may follow a later job's.
 //
 // Failures are accounted by cause, and only the job's own count against
 // its retries: a reducer error or panic fails the job (FAILED, written
@@ -30,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,6 +81,18 @@ type Executor struct {
 	// processes a poll; the rebalance callbacks take it to drop partitions.
 	mu    sync.Mutex
 	parts map[int32]*partition
+	// With AsyncAnnounce, acked is set when a job's announcement was
+	// acknowledged since the loop last looked (announce.go), and
+	// pollCancel, under pollMu, ends the poll in progress so that the loop
+	// commits past that job without waiting for new records.
+	acked      atomic.Bool
+	pollMu     sync.Mutex
+	pollCancel context.CancelFunc
+	// inFlight counts the announcement records produced and not yet
+	// acknowledged or failed, for the stop to wait for; announceErr is the
+	// last failure, reported while its jobs are produced again.
+	inFlight    sync.WaitGroup
+	announceErr error
 	// lastCommit is when the loop last committed offsets.
 	lastCommit time.Time
 	// Unavailability: when it began, the last error, how often the retry
@@ -161,6 +177,13 @@ func New(cfg Config) (*Executor, error) {
 		kgo.MaxProduceRequestsInflightPerBroker(1),
 		kgo.RecordDeliveryTimeout(cfg.ProduceTimeout),
 		kgo.ProducerBatchMaxBytes(int32(record.DefaultMaxSize + 64<<10)),
+	}
+	if cfg.AsyncAnnounce {
+		// Waiting, the loop's ProduceSync sends at once; produced without
+		// waiting, a batch's announcements would otherwise linger 10 ms.
+		// One request in flight per broker still gathers what comes
+		// meanwhile into the next request.
+		opts = append(opts, kgo.ProducerLinger(0))
 	}
 	opts = append(opts, cfg.Kafka.Membership.GroupOptions()...)
 	if cfg.SessionTimeout > 0 {
@@ -277,6 +300,13 @@ func (e *Executor) run() error {
 	e.mu.Lock()
 	if ferr := e.flush(work); ferr != nil {
 		e.log.Warn("final flush failed; the records will be re-delivered", zap.Error(ferr))
+	}
+	if e.cfg.AsyncAnnounce {
+		// The announcements in flight settle (or time out) before the
+		// last commit, so that it moves past every job announced.
+		if werr := e.awaitAnnouncements(work); werr != nil {
+			e.log.Warn("announcements still in flight at the stop; their jobs will be re-delivered", zap.Error(werr))
+		}
 	}
 	e.commit(work, true, nil)
 	e.mu.Unlock()

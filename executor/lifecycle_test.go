@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,9 +104,18 @@ func TestLifecycleOnKfake(t *testing.T) {
 // answers REQUEST_TIMED_OUT, as a broker that cannot reach its replicas
 // does): the member reports not ready and retries without limit; once the
 // broker takes records again every committed job is announced, and nothing
-// was failed or dead-lettered.
+// was failed or dead-lettered; announcing with or without waiting.
 func TestProduceOutageOnKfake(t *testing.T) {
 	t.Parallel()
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async announce %v", async), func(t *testing.T) {
+			t.Parallel()
+			testProduceOutage(t, async)
+		})
+	}
+}
+
+func testProduceOutage(t *testing.T, async bool) {
 	names := kafka.TopicNames(testenv.UniqueName(t, "t_") + ".")
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, names.All()...))
 	require.NoError(t, err)
@@ -148,8 +158,8 @@ func TestProduceOutageOnKfake(t *testing.T) {
 	e, err := executor.New(executor.Config{
 		Store: store, Registry: registry(t), Kafka: kcfg, Topics: names, Group: "executors",
 		FetchMaxWait: 100 * time.Millisecond, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 200 * time.Millisecond,
-		ProduceTimeout: 3 * time.Second,
-		Logger:         zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
+		ProduceTimeout: 3 * time.Second, AsyncAnnounce: async,
+		Logger: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)),
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))

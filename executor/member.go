@@ -68,6 +68,11 @@ type pending struct {
 	// and out holds the records that announce it.
 	settled bool
 	out     []*kgo.Record
+	// ann is the announcement in flight (AsyncAnnounce): out produced, the
+	// acknowledgements not all in. retried: it is produced again after a
+	// failure, and the member stays unavailable until it is acknowledged.
+	ann     *announcement
+	retried bool
 }
 
 func (p *pending) documentID() string { return p.job.DocumentID }
@@ -93,11 +98,25 @@ func (e *Executor) loop(work context.Context) error {
 		e.mu.Lock()
 		wake := e.nextWake(time.Now())
 		e.mu.Unlock()
-		pollCtx, cancel := e.stopCtx, context.CancelFunc(func() {})
-		if !wake.IsZero() {
+		var (
+			pollCtx context.Context
+			cancel  context.CancelFunc
+		)
+		if wake.IsZero() {
+			pollCtx, cancel = context.WithCancel(e.stopCtx)
+		} else {
 			pollCtx, cancel = context.WithDeadline(e.stopCtx, wake)
 		}
+		e.pollMu.Lock()
+		e.pollCancel = cancel
+		e.pollMu.Unlock()
+		if e.acked.Swap(false) {
+			cancel() // acknowledged since the last iteration: commit now
+		}
 		fetches := e.cl.PollRecords(pollCtx, e.cfg.MaxPollRecords)
+		e.pollMu.Lock()
+		e.pollCancel = nil
+		e.pollMu.Unlock()
 		cancel()
 		if fetches.IsClientClosed() {
 			return nil
@@ -285,7 +304,11 @@ func (e *Executor) admit(rec *kgo.Record, now time.Time) {
 // (stage: commit): an offset moves past a job only once its announcement
 // is acknowledged.
 func (e *Executor) flush(ctx context.Context) error {
-	if err := e.publish(ctx); err != nil {
+	publish := e.publish
+	if e.cfg.AsyncAnnounce {
+		publish = func(context.Context) error { return e.publishAsync() }
+	}
+	if err := publish(ctx); err != nil {
 		return err
 	}
 	e.commit(ctx, false, nil)

@@ -87,8 +87,11 @@ func TestTuningValuesMatchTheFlags(t *testing.T) {
 		p, ok := g.Properties[key]
 		require.True(t, ok, "values.schema.json lacks tuning.%s.%s", group, key)
 		want := "integer"
-		if f.Value.Type() == "duration" {
+		switch f.Value.Type() {
+		case "duration":
 			want = "string"
+		case "bool":
+			want = "boolean"
 		}
 		require.Equal(t, want, p.Type, "tuning.%s.%s in values.schema.json", group, key)
 	}
@@ -157,9 +160,12 @@ func TestTuningReachesTheFlags(t *testing.T) {
 }
 
 // other is a valid value of tuning flag f other than its default: twice the
-// default, or 1 for a default of 0.
+// default, or 1 for a default of 0; a switch the other way.
 func other(t *testing.T, f *pflag.Flag) string {
 	t.Helper()
+	if f.Value.Type() == "bool" {
+		return strconv.FormatBool(f.DefValue != "true")
+	}
 	if f.Value.Type() == "duration" {
 		d, err := time.ParseDuration(f.DefValue)
 		require.NoError(t, err)
