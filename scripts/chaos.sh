@@ -10,7 +10,9 @@
 #   CHAOS_SEEDS="1 2"  run these seeds one after the other instead
 #   CHAOS_PROFILE      full (default) or short (the go test's version)
 #   CHAOS_FLAGS        more flags for the driver (internal/chaos/chaosrun),
-#                      e.g. "-rate 200 -drain-limit 20s"
+#                      e.g. "-rate 200 -drain-limit 20s", or
+#                      "-member-env DOCLOG_EXECUTOR_ASYNC_ANNOUNCE=true" to put
+#                      a setting that is not the default through the faults
 #   KEEP=1             keep the run directory even when every seed passed
 #
 # Exits non-zero when any seed failed. Whatever happens, every process a run

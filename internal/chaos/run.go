@@ -38,6 +38,11 @@ type Config struct {
 	// worktree of an older commit shows what the run finds there. doclogctl
 	// always comes from this checkout, for its verify.
 	Source string
+	// MemberEnv is added to every member's environment, after the run's
+	// own settings: KEY=VALUE settings of doclog serve, to put a mode that
+	// is not the default (DOCLOG_EXECUTOR_ASYNC_ANNOUNCE=true) through the
+	// faults.
+	MemberEnv []string
 	Logf   func(string, ...any)
 }
 
@@ -102,7 +107,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	defer dropClickHouse(svc.ClickHouseAddr, chDB)
 	chURL := "clickhouse://" + svc.ClickHouseAddr + "/" + chDB
 
-	fleet, members, err := newFleet(doclog, dir, svc, proxiedDB, brokerProxy.Addr(), chURL+"?create_database=true", logf)
+	fleet, members, err := newFleet(doclog, dir, svc, proxiedDB, brokerProxy.Addr(), chURL+"?create_database=true", c.MemberEnv, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +241,7 @@ func build(ctx context.Context, src, root, dir string, logf func(string, ...any)
 
 // newFleet lays out the members: executor-2 reaches Postgres and projectors-2
 // the broker through the proxies the cuts use.
-func newFleet(binary, dir string, svc *Services, proxiedDB, brokerProxy, chURL string, logf func(string, ...any)) (*Fleet, []*Member, error) {
+func newFleet(binary, dir string, svc *Services, proxiedDB, brokerProxy, chURL string, memberEnv []string, logf func(string, ...any)) (*Fleet, []*Member, error) {
 	base := []string{
 		"DOCLOG_DATABASE_URL=" + svc.DatabaseURL,
 		"DOCLOG_KAFKA_SEEDS=" + svc.KafkaSeeds,
@@ -244,6 +249,7 @@ func newFleet(binary, dir string, svc *Services, proxiedDB, brokerProxy, chURL s
 		"DOCLOG_PROJECTORS=docview,indexer,analytics",
 		"DOCLOG_MIGRATE=auto",
 	}
+	base = append(base, memberEnv...)
 	fleet := NewFleet(binary, dir, base, logf)
 	var members []*Member
 	add := func(role string, n int, api bool, env ...string) error {

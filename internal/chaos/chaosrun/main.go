@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"os"
 	"os/signal"
 	"syscall"
@@ -30,6 +31,13 @@ func main() {
 	flag.StringVar(&c.Dir, "dir", "", "directory of the run's logs, binaries and data (default: a new temporary one, kept)")
 	flag.StringVar(&c.ClickHouseAddr, "clickhouse-addr", "", "a running ClickHouse to use (native protocol host:port); default: start one")
 	flag.StringVar(&c.Source, "src", "", "build doclog from this checkout (e.g. a git worktree of an older commit) instead of this one")
+	flag.Func("member-env", "KEY=VALUE added to every member's environment, e.g. DOCLOG_EXECUTOR_ASYNC_ANNOUNCE=true (repeat it)", func(kv string) error {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("not KEY=VALUE: %q", kv)
+		}
+		c.MemberEnv = append(c.MemberEnv, kv)
+		return nil
+	})
 	flag.Parse()
 	switch *profile {
 	case "full":
