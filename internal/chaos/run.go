@@ -43,7 +43,7 @@ type Config struct {
 	// is not the default (DOCLOG_EXECUTOR_ASYNC_ANNOUNCE=true) through the
 	// faults.
 	MemberEnv []string
-	Logf   func(string, ...any)
+	Logf      func(string, ...any)
 }
 
 // DefaultSyncDrivers is Config.SyncDrivers unless given: enough documents

@@ -9,9 +9,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
