@@ -235,7 +235,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		e.stopCtx = stop
 		e.start = time.Now()
 		e.setReady(nil)
-		e.log.Info("executor started", zap.String("group", e.cfg.Group), zap.String("topic", e.cfg.Topics.Jobs))
+		e.log.Info("executor started", zap.String("group", e.cfg.Group), zap.String("topic", e.cfg.Topics.Jobs), zap.Bool("async_announce", e.cfg.AsyncAnnounce))
 		return e.run, nil
 	})
 	if err != nil {
