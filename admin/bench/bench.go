@@ -181,6 +181,11 @@ type Config struct {
 	// than at the rate the executors sustain. Default false: doclog
 	// serve's bounds.
 	NoBackpressure bool
+	// AsyncAnnounce runs the embedded executor with
+	// executor.Config.AsyncAnnounce (doclog serve's
+	// --executor-async-announce): its announcements are produced without
+	// waiting before the next batch. Default false, as doclog serve's.
+	AsyncAnnounce bool
 
 	// Series, if set, receives the run's time series as CSV: a row every
 	// SeriesInterval while jobs are submitted (see SeriesRow).
@@ -313,6 +318,9 @@ func (c Config) Validate() error {
 	}
 	if c.NoBackpressure && !c.Embedded {
 		errs = append(errs, errors.New("no backpressure applies to an embedded run: a running doclog's ingest has its own --ingest-max-executor-lag"))
+	}
+	if c.AsyncAnnounce && !c.Embedded {
+		errs = append(errs, errors.New("async announce applies to an embedded run: a running doclog's executor has its own --executor-async-announce"))
 	}
 	if (c.Via == ViaKafka || c.Embedded) && len(c.Kafka.Seeds) == 0 {
 		errs = append(errs, errors.New("no Kafka seeds"))

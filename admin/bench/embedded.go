@@ -54,6 +54,7 @@ func startEmbedded(ctx context.Context, cfg Config, id string) (*embedded, error
 	if cfg.NoBackpressure {
 		s.Tuning.Ingest.MaxExecutorLag, s.Tuning.Ingest.MaxExecutorLagRecords = -1, -1
 	}
+	s.Tuning.Executor.AsyncAnnounce = cfg.AsyncAnnounce
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

@@ -37,6 +37,8 @@ type Report struct {
 	// SamplePollOnly: READ_READY was sampled by the interval alone, not
 	// also at the view's notified commits.
 	SamplePollOnly bool `json:"samplePollOnly,omitempty"`
+	// AsyncAnnounce: the embedded executor announced without waiting.
+	AsyncAnnounce bool `json:"asyncAnnounce,omitempty"`
 
 	// Submitted counts the acknowledged submissions; SubmitSeconds is how
 	// long submitting took (the duration, plus the last acknowledgements).
@@ -137,6 +139,7 @@ func (r *runner) fill(rep *Report, start, loadDone time.Time, drained bool) {
 	rep.StateBytes, rep.JobsPerRequest, rep.Coalesce = c.StateBytes, c.JobsPerRequest, c.Coalesce
 	rep.DurationSeconds, rep.SampleIntervalMs = c.Duration.Seconds(), float64(c.SampleInterval)/float64(time.Millisecond)
 	rep.SamplePollOnly = c.SamplePollOnly
+	rep.AsyncAnnounce = c.AsyncAnnounce
 	rep.Rounds, rep.Operations, rep.Workload = c.Rounds, c.Operations, c.workload()
 	rep.SubmitSeconds = loadDone.Sub(start).Seconds()
 	rep.SubmitFailures = r.fails.Load()

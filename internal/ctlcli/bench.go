@@ -148,6 +148,7 @@ apply: --duration (or the fixed workload) and --drain bound the run.`,
 	f.BoolVar(&cfg.Embedded, "embedded", false, "run ingest, executor and projectors in this process against --database-url and --kafka-seeds")
 	f.Int32Var(&cfg.Partitions, "partitions", bench.DefaultPartitions, "partitions of the jobs topic of an --embedded run")
 	f.BoolVar(&cfg.NoBackpressure, "no-backpressure", false, "turn the embedded ingest's backpressure off (its executor-lag bounds), to measure the backlog an unpaced closed loop builds")
+	f.BoolVar(&cfg.AsyncAnnounce, "async-announce", false, "run the embedded executor announcing without waiting for the brokers before its next batch (doclog serve's --executor-async-announce)")
 	f.StringVar(&seriesFile, "series", "", "write a time series as CSV to this file: a row per --series-interval of throughput, READ_READY p50/p99, consumer lag, and memory and CPU per process")
 	f.DurationVar(&cfg.SeriesInterval, "series-interval", bench.DefaultSeriesInterval, "the length of a row of --series")
 	f.StringArrayVar(&seriesProcs, "series-process", nil, "NAME=PID: a process (with its descendants) whose memory and CPU --series follows; repeat it (default: this process, and the processes named doclog)")

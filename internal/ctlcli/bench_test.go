@@ -47,6 +47,8 @@ func TestBenchEmbedded(t *testing.T) {
 		// Sampled at the view's notified commits: with an interval of an
 		// hour, the run drains only if those samples come.
 		{"single via kafka, two rounds, sampled at commits", []string{"--mode", "single", "--via", "kafka", "--rounds", "2", "--sample-interval", "1h"}, bench.Count{Jobs: 24, Operations: 24}, "2 round(s) per document, 24 operations", 0},
+		// The executor announcing without waiting: every job still drains.
+		{"batch via http, two rounds, async announce", []string{"--mode", "batch", "--via", "http", "--rounds", "2", "--async-announce"}, bench.Count{Jobs: 8, Operations: 24}, "2 round(s) per document, 24 operations", 0},
 		// W2: each document's state is filled to 8 KB (one fill job) first.
 		{"W2 single via kafka", []string{"--mode", "single", "--via", "kafka", "--duration", "3s", "--state-size", "8KB"}, bench.Count{}, "for 3s", 1},
 	} {
@@ -95,6 +97,7 @@ func TestBenchEmbedded(t *testing.T) {
 			require.Equal(t, tc.flags[3], rep.Via)
 			require.Positive(t, rep.Submitted.Jobs)
 			require.Equal(t, tc.workload, rep.Workload)
+			require.Equal(t, slices.Contains(tc.flags, "--async-announce"), rep.AsyncAnnounce)
 			if i := slices.Index(tc.flags, "--coalesce"); i >= 0 {
 				require.Equal(t, tc.flags[i+1], strconv.Itoa(rep.Coalesce))
 			}
@@ -197,6 +200,9 @@ func TestBenchUsage(t *testing.T) {
 	code, _, errOut = ctl(t, "bench", "--database-url", "postgres://x", "--ingest-url", "http://x", "--no-backpressure")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "no backpressure applies to an embedded run")
+	code, _, errOut = ctl(t, "bench", "--database-url", "postgres://x", "--ingest-url", "http://x", "--async-announce")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "async announce applies to an embedded run")
 
 	code, _, errOut = ctl(t, "bench", "--embedded", "--database-url", "postgres://x", "--kafka-seeds", "k:9092", "--rounds", "1", "--duration", "10s")
 	require.Equal(t, exitUsage, code)
