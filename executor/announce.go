@@ -30,11 +30,8 @@ func (e *Executor) publish(ctx context.Context) error {
 			if !p.settled {
 				continue
 			}
-			// Fresh records each attempt: the client stamps a record when
-			// it is first produced and times its delivery from that stamp,
-			// so a record produced again would time out at once.
 			for _, r := range p.out {
-				out = append(out, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers})
+				out = append(out, fresh(r))
 			}
 		}
 	}
@@ -53,6 +50,13 @@ func (e *Executor) publish(ctx context.Context) error {
 		ps.jobs = slices.DeleteFunc(ps.jobs, func(p *pending) bool { return p.settled })
 	}
 	return nil
+}
+
+// fresh copies an announcement record for one attempt: the client stamps a
+// record when it is first produced and times its delivery from that stamp,
+// so a record produced again would time out at once.
+func fresh(r *kgo.Record) *kgo.Record {
+	return &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}
 }
 
 // announcement is a job's announcement produced without waiting
@@ -104,10 +108,9 @@ func (e *Executor) publishAsync() error {
 			wave.Add(int32(len(p.out)))
 			e.inFlight.Add(len(p.out))
 			for _, r := range p.out {
-				// Fresh records, as publish makes; no context but the
-				// client's delivery timeout (ProduceTimeout), as there.
-				rec := &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}
-				e.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+				// No context but the client's delivery timeout
+				// (ProduceTimeout), as publish has.
+				e.cl.Produce(context.Background(), fresh(r), func(_ *kgo.Record, err error) {
 					defer e.inFlight.Done()
 					if err != nil {
 						a.fail(err)

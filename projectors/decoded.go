@@ -1,6 +1,7 @@
 package projectors
 
 import (
+	"container/list"
 	"hash/maphash"
 	"sync"
 
@@ -34,8 +35,8 @@ type SharedDecode struct {
 	seed     maphash.Seed
 
 	mu      sync.Mutex
-	entries map[decodedKey]*decodedEntry
-	order   []decodedKey // insertion order, for eviction; may hold keys already dropped
+	entries map[decodedKey]*list.Element // of *decodedEntry
+	order   list.List                    // oldest first, for eviction
 	bytes   int
 }
 
@@ -46,6 +47,7 @@ type decodedKey struct {
 }
 
 type decodedEntry struct {
+	key   decodedKey
 	sum   uint64 // the value's hash
 	size  int
 	wr    *record.WriteReady
@@ -60,7 +62,7 @@ func NewSharedDecode(readers, maxBytes int) *SharedDecode {
 	if maxBytes <= 0 {
 		maxBytes = DefaultSharedDecodeBytes
 	}
-	return &SharedDecode{readers: readers, maxBytes: maxBytes, seed: maphash.MakeSeed(), entries: map[decodedKey]*decodedEntry{}}
+	return &SharedDecode{readers: readers, maxBytes: maxBytes, seed: maphash.MakeSeed(), entries: map[decodedKey]*list.Element{}}
 }
 
 // decode returns the record decoded, by this call or an earlier one of
@@ -72,13 +74,15 @@ func (s *SharedDecode) decode(rec *kgo.Record) (*record.WriteReady, error) {
 	key := decodedKey{topic: rec.Topic, partition: rec.Partition, offset: rec.Offset}
 	sum := maphash.Bytes(s.seed, rec.Value)
 	s.mu.Lock()
-	if e, ok := s.entries[key]; ok && e.sum == sum && e.size == len(rec.Value) {
-		e.taken++
-		if e.taken >= s.readers {
-			s.drop(key, e)
+	if el, ok := s.entries[key]; ok {
+		if e := el.Value.(*decodedEntry); e.sum == sum && e.size == len(rec.Value) {
+			e.taken++
+			if e.taken >= s.readers {
+				s.drop(el)
+			}
+			s.mu.Unlock()
+			return e.wr, e.err
 		}
-		s.mu.Unlock()
-		return e.wr, e.err
 	}
 	s.mu.Unlock()
 
@@ -86,35 +90,20 @@ func (s *SharedDecode) decode(rec *kgo.Record) (*record.WriteReady, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.entries[key]; ok {
-		s.drop(key, old) // another runner decoded it meanwhile, or a different value
+		s.drop(old) // another runner decoded it meanwhile, or a different value
 	}
-	e := &decodedEntry{sum: sum, size: len(rec.Value), wr: wr, err: err, taken: 1}
-	s.entries[key] = e
-	s.order = append(s.order, key)
+	e := &decodedEntry{key: key, sum: sum, size: len(rec.Value), wr: wr, err: err, taken: 1}
+	s.entries[key] = s.order.PushBack(e)
 	s.bytes += e.size
-	for s.bytes > s.maxBytes && len(s.order) > 0 {
-		oldest := s.order[0]
-		s.order = s.order[1:]
-		if e, ok := s.entries[oldest]; ok {
-			s.drop(oldest, e)
-		}
-	}
-	if len(s.order) > 2*len(s.entries)+64 {
-		// Keys dropped by their last reader still sit in order; compact
-		// it so that it does not grow with every record.
-		kept := s.order[:0]
-		for _, k := range s.order {
-			if _, ok := s.entries[k]; ok {
-				kept = append(kept, k)
-			}
-		}
-		s.order = kept
+	for s.bytes > s.maxBytes {
+		s.drop(s.order.Front())
 	}
 	return wr, err
 }
 
 // drop removes an entry; the caller holds mu.
-func (s *SharedDecode) drop(key decodedKey, e *decodedEntry) {
-	delete(s.entries, key)
+func (s *SharedDecode) drop(el *list.Element) {
+	e := s.order.Remove(el).(*decodedEntry)
+	delete(s.entries, e.key)
 	s.bytes -= e.size
 }

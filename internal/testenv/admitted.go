@@ -3,14 +3,15 @@ package testenv
 import (
 	"io"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/doclog/doclog/client"
 )
 
 // Admitted sends a request with send and, while ingest answers 429 (its
-// backpressure), waits the Retry-After-Ms it advises (Retry-After's seconds
-// without it) and sends it again, as any well-behaved client does, for up
+// backpressure), waits what it advises (client.RetryAfter: Retry-After-Ms,
+// else Retry-After; a second without either) and sends it again, as any well-behaved client does, for up
 // to a minute. send builds a fresh request each time, since a body is read
 // once. The last response is returned, open, as http.Client.Do returns it.
 //
@@ -28,21 +29,13 @@ func Admitted(t testing.TB, send func() (*http.Response, error)) (*http.Response
 		if err != nil || resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
 			return resp, err
 		}
-		wait := retryAfter(resp.Header)
+		wait := client.RetryAfter(resp.Header, time.Now())
+		if wait <= 0 {
+			wait = time.Second
+		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		t.Logf("%s %s answered 429; retrying after %s", resp.Request.Method, resp.Request.URL.Path, wait)
 		time.Sleep(wait)
 	}
-}
-
-// retryAfter reads the wait a 429 advises, a second when it gives none.
-func retryAfter(h http.Header) time.Duration {
-	if ms, err := strconv.ParseInt(h.Get("Retry-After-Ms"), 10, 64); err == nil && ms >= 0 {
-		return time.Duration(ms) * time.Millisecond
-	}
-	if s, err := strconv.ParseInt(h.Get("Retry-After"), 10, 64); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	return time.Second
 }
