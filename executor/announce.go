@@ -145,8 +145,12 @@ func (e *Executor) publishAsync() error {
 // announced wakes the loop for a job whose announcement the brokers have
 // all acknowledged: the poll in progress ends, or the next one does not
 // wait, so the offsets move past the job without waiting for new records.
-func (e *Executor) announced() {
-	e.acked.Store(true)
+func (e *Executor) announced() { e.wake() }
+
+// wake ends the poll in progress, or makes the next one not wait, so that
+// the loop looks at its state again without waiting for new records.
+func (e *Executor) wake() {
+	e.woken.Store(true)
 	e.pollMu.Lock()
 	defer e.pollMu.Unlock()
 	if e.pollCancel != nil {

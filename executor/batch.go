@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -76,12 +77,18 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 	}
 
 	e.m.batchJobs.Observe(float64(len(batch)))
-	start := time.Now()
-	results, err := e.lookup(ctx, batch)
-	e.m.since("lookup", start)
-	if err != nil {
-		return e.retryLater(ctx, batch, fmt.Errorf("look up job results: %w", err), now)
+	results := map[string]oplog.JobResult{}
+	if asked := e.needsLookup(batch); len(asked) > 0 {
+		start := time.Now()
+		var err error
+		results, err = e.lookup(ctx, asked)
+		e.m.since("lookup", start)
+		if err != nil {
+			return e.retryLater(ctx, batch, fmt.Errorf("look up job results: %w", err), now)
+		}
+		e.markChecked(asked, results)
 	}
+	start := time.Now()
 	var fresh, bare []*pending
 	for _, p := range batch {
 		jr, ok := results[p.job.JobID]
@@ -249,6 +256,43 @@ func (e *Executor) gather(now time.Time) []*pending {
 		e.firstPart++
 	}
 	return batch
+}
+
+// needsLookup picks the jobs of a batch whose results are looked up before
+// they run. The append refuses a job that has a result already (the log's
+// guard), so a job known to be new needs no look-up of its own: that saves
+// a round trip and an index probe per job in the common case. Looked up are
+// the jobs that may have run before, which are those of a partition whose
+// look-ups have not yet found its jobs unsettled (after an assignment the
+// first records are the ones the previous owner may have applied without
+// committing), jobs the log refused for a settled job, and jobs whose
+// outcome depends on other results: queueHints, branch jobs, bare verdicts.
+// A copy of a job that slips through (a producer's retry far behind) is
+// refused by the append and then replayed from its result (see settle).
+func (e *Executor) needsLookup(batch []*pending) []*pending {
+	var asked []*pending
+	for _, p := range batch {
+		ps := e.parts[p.rec.Partition]
+		if ps == nil || !ps.settledChecked || p.recheck || p.bare || len(p.job.QueueHint) > 0 || p.job.Kind.IsBranchKind() {
+			asked = append(asked, p)
+		}
+	}
+	return asked
+}
+
+// markChecked records, per partition, that a look-up found none of the
+// partition's jobs settled.
+func (e *Executor) markChecked(asked []*pending, results map[string]oplog.JobResult) {
+	found := map[int32]bool{}
+	for _, p := range asked {
+		_, ok := results[p.job.JobID]
+		found[p.rec.Partition] = found[p.rec.Partition] || ok
+	}
+	for id, settled := range found {
+		if ps := e.parts[id]; ps != nil && !settled {
+			ps.settledChecked = true
+		}
+	}
 }
 
 // lookup asks the log, in one query, for the results of the batch's jobs and
@@ -538,8 +582,8 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 				e.log.Error("append result lacks a job; it will be looked up again", zap.String("job_id", p.job.JobID), zap.String("document_id", dw.id))
 				continue
 			}
-			e.m.jobs.WithLabelValues(string(jr.Status), "false").Inc()
-			if jr.Status == oplog.JobWriteReady && p.job.SubmittedAtUtcMs > 0 {
+			e.m.jobs.WithLabelValues(string(jr.Status), strconv.FormatBool(res.Replayed)).Inc()
+			if jr.Status == oplog.JobWriteReady && p.job.SubmittedAtUtcMs > 0 && !res.Replayed {
 				e.m.latency.Observe(max(float64(time.Now().UnixMilli()-p.job.SubmittedAtUtcMs), 0) / 1000)
 			}
 			e.announce(p, jr, committed.Stored(dw.built[i]), now)
@@ -548,6 +592,19 @@ func (e *Executor) settle(dw *docWork, res *oplog.AppendResult, now time.Time) {
 	}
 	for _, k := range dw.order {
 		e.cache.Invalidate(k)
+	}
+	var settled *oplog.JobAlreadySettled
+	if errors.As(res.Err, &settled) && !slices.ContainsFunc(dw.included, func(p *pending) bool { return p.recheck }) {
+		// A job of the request ran before (a copy of its record, or one
+		// the previous owner applied) and was not looked up: look the
+		// request's jobs up and run them again, the settled one
+		// announced from its result. Not counted: nothing was lost to
+		// another writer.
+		for _, p := range dw.included {
+			p.recheck = true
+		}
+		e.log.Debug("append found a settled job: looking the jobs up", zap.String("document_id", dw.id), zap.Error(res.Err))
+		return
 	}
 	if oplog.IsConflict(res.Err) {
 		e.m.conflicts.Inc()

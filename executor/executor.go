@@ -81,11 +81,12 @@ type Executor struct {
 	// processes a poll; the rebalance callbacks take it to drop partitions.
 	mu    sync.Mutex
 	parts map[int32]*partition
-	// With AsyncAnnounce, acked is set when a job's announcement was
-	// acknowledged since the loop last looked (announce.go), and
-	// pollCancel, under pollMu, ends the poll in progress so that the loop
-	// commits past that job without waiting for new records.
-	acked      atomic.Bool
+	// woken is set when something happened since the loop last looked
+	// that it must act on without new records (wake): with AsyncAnnounce,
+	// a job's announcement was acknowledged, so the offsets may move past
+	// it; or an offset commit failed, to be sent again. pollCancel, under
+	// pollMu, ends the poll in progress for it.
+	woken      atomic.Bool
 	pollMu     sync.Mutex
 	pollCancel context.CancelFunc
 	// inFlight counts the announcement records produced and not yet
@@ -93,8 +94,12 @@ type Executor struct {
 	// last failure, reported while its jobs are produced again.
 	inFlight    sync.WaitGroup
 	announceErr error
-	// lastCommit is when the loop last committed offsets.
-	lastCommit time.Time
+	// lastCommit is when the loop last committed offsets. commitsInFlight
+	// counts the loop's commits not answered yet; commitFailed is set when
+	// one failed, for the loop to send the offsets again.
+	lastCommit      time.Time
+	commitsInFlight atomic.Int32
+	commitFailed    atomic.Bool
 	// Unavailability: when it began, the last error, how often the retry
 	// failed and when to retry next.
 	outageSince    time.Time

@@ -32,6 +32,11 @@ type partition struct {
 	last      *kgo.Record
 	committed int64
 	paused    bool
+	// settledChecked: a look-up of this partition's jobs found none of them
+	// settled, so the records the previous owner may have applied before a
+	// crash or rebalance are behind, and its later jobs go to the append
+	// without a look-up of their own (see needsLookup).
+	settledChecked bool
 }
 
 // pending is one polled record on its way to being settled.
@@ -73,6 +78,9 @@ type pending struct {
 	// failure, and the member stays unavailable until it is acknowledged.
 	ann     *announcement
 	retried bool
+	// recheck: the log refused a request of this job's because one of its
+	// jobs was settled already: the job is looked up before it runs again.
+	recheck bool
 }
 
 func (p *pending) documentID() string { return p.job.DocumentID }
@@ -110,8 +118,8 @@ func (e *Executor) loop(work context.Context) error {
 		e.pollMu.Lock()
 		e.pollCancel = cancel
 		e.pollMu.Unlock()
-		if e.acked.Swap(false) {
-			cancel() // acknowledged since the last iteration: commit now
+		if e.woken.Swap(false) {
+			cancel() // woken since the last iteration: act now
 		}
 		fetches := e.cl.PollRecords(pollCtx, e.cfg.MaxPollRecords)
 		e.pollMu.Lock()
@@ -319,9 +327,20 @@ func (e *Executor) flush(ctx context.Context) error {
 // or the one after the last record polled when none is pending: only what
 // flush announced and saw acknowledged. The loop commits at most once per
 // OffsetCommitInterval (nextWake brings an idle loop back for what is
-// left); force commits now, at stop. ids restricts the commit to those
-// partitions (nil: all).
+// left), without waiting for the broker's answer: the commit is a round
+// trip the next batch need not wait for, franz-go keeps commits in order,
+// and a failure resends the offsets on the loop's next pass. force commits
+// now and waits, at stop and for revoked partitions (whose next owner must
+// see the offsets). ids restricts the commit to those partitions (nil:
+// all).
 func (e *Executor) commit(ctx context.Context, force bool, ids []int32) {
+	if e.commitFailed.Swap(false) || (force && e.commitsInFlight.Load() > 0) {
+		// What was sent may not have landed: send it all again. A forced
+		// commit orders after the ones in flight, so it has the last word.
+		for _, ps := range e.parts {
+			ps.committed = -1
+		}
+	}
 	offsets := map[int32]kgo.EpochOffset{}
 	for id, ps := range e.parts {
 		if ids != nil && !slices.Contains(ids, id) {
@@ -338,17 +357,35 @@ func (e *Executor) commit(ctx context.Context, force bool, ids []int32) {
 		return
 	}
 	e.lastCommit = time.Now()
-	// Timed only when there is something to commit: a poll that commits
-	// nothing must not pull the stage's mean toward zero.
-	defer e.m.since("commit", e.lastCommit)
+	start := e.lastCommit
+	req := map[string]map[int32]kgo.EpochOffset{e.cfg.Topics.Jobs: offsets}
+	if !force {
+		for id, eo := range offsets {
+			e.parts[id].committed = eo.Offset
+		}
+		e.commitsInFlight.Add(1)
+		e.cl.CommitOffsets(ctx, req, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			defer e.commitsInFlight.Add(-1)
+			// Timed only when there is something to commit: a poll that
+			// commits nothing must not pull the stage's mean toward zero.
+			e.m.since("commit", start)
+			if cerr := kafka.CommitError(resp, err); cerr != nil {
+				// Harmless: the loop sends the offsets again, and after a
+				// rebalance the next owner re-announces what it reads again.
+				e.log.Warn("offset commit failed", zap.Error(cerr))
+				e.commitFailed.Store(true)
+				e.wake()
+			}
+		})
+		return
+	}
+	defer e.m.since("commit", start)
 	var cerr error
-	e.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{e.cfg.Topics.Jobs: offsets},
+	e.cl.CommitOffsetsSync(ctx, req,
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			cerr = kafka.CommitError(resp, err)
 		})
 	if cerr != nil {
-		// Harmless: the next commit covers these offsets, and after a
-		// rebalance the next owner re-announces what it reads again.
 		e.log.Warn("offset commit failed", zap.Error(cerr))
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -260,4 +261,89 @@ func TestJobWaitingOnAnUnknownStoredVersionTimesOut(t *testing.T) {
 	last := r.ErrorHistory[len(r.ErrorHistory)-1]
 	require.Contains(t, last.Message, "no document model within the job timeout")
 	require.Len(t, b.readAll(oplog.StreamKey{DocumentID: "doc-v2", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}), 1, "only the v2 job's operation")
+}
+
+// Once a look-up has found a partition's jobs unsettled, its later jobs go
+// to the append without one: the log's guard refuses a job that has a
+// result. A copy of a settled job arriving after that (a producer's retry
+// far behind) is then replayed from its stored result, alone or beside a
+// new job of its document in one request, and the new job is applied once.
+func TestCopyOfASettledJobIsReplayedWithoutALookUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	wr := b.reader(b.kenv.Names.WriteReady)
+	reg := prometheus.NewRegistry()
+	cfg := b.config()
+	cfg.Registerer = reg
+	b.start(cfg)
+
+	doc := "doc-copied"
+	create, first := createJob(doc, jsondoc.DocumentType), patchJob(doc, 1)
+	firstRecs := b.submit(create, first)
+	b.waitResults(ids([]*record.Job{create, first}), 30*time.Second)
+
+	// A new job after the check: applied with no look-up.
+	lookups := stageCount(t, reg, "lookup")
+	second := patchJob(doc, 2)
+	b.submit(second)
+	require.Equal(t, oplog.JobWriteReady, b.waitResults([]string{second.JobID}, 30*time.Second)[second.JobID].Status)
+	require.Equal(t, lookups, stageCount(t, reg, "lookup"), "a new job of a checked partition was looked up")
+
+	// The copy of the first patch, alone, then with a new job behind it in
+	// one produce (so one poll and, most runs, one request).
+	b.produce(copyRecord(firstRecs[1]))
+	third := patchJob(doc, 3)
+	b.produce(copyRecord(firstRecs[1]), mustJobRecord(t, b, third))
+	fourth := patchJob(doc, 4)
+	b.produce(copyRecord(firstRecs[1]), mustJobRecord(t, b, fourth))
+	all := []*record.Job{create, first, second, third, fourth}
+	results := b.waitResults(ids(all), 30*time.Second)
+	for _, j := range all {
+		require.Equal(t, oplog.JobWriteReady, results[j.JobID].Status, "job %s: %+v", j.JobID, results[j.JobID].ErrorHistory)
+	}
+	wr.until(30*time.Second, "the announcements of 5 jobs and 3 copies", func(recs []*kgo.Record) bool { return len(recs) >= 8 })
+	got := b.writeReadies(wr, ids(all), time.Second)
+	require.Len(t, got[first.JobID], 4, "the first patch and its three copies")
+	for _, w := range got[first.JobID][1:] {
+		require.Equal(t, got[first.JobID][0].Operations, w.Operations, "a copy announces the stored operations")
+	}
+	for _, j := range []*record.Job{create, second, third, fourth} {
+		require.Len(t, got[j.JobID], 1, "job %s", j.JobID)
+	}
+	b.checkDocument(doc, jsondoc.DocumentType, []string{first.JobID, second.JobID, third.JobID, fourth.JobID})
+	require.Zero(t, conflicts(t, reg), "a copy counted as a conflict")
+	b.requireNoDeadLetters()
+}
+
+// copyRecord is a fresh record with rec's key, value and headers: what a
+// producer's retry writes.
+func copyRecord(rec *kgo.Record) *kgo.Record {
+	return &kgo.Record{Topic: rec.Topic, Key: rec.Key, Value: rec.Value, Headers: slices.Clone(rec.Headers)}
+}
+
+func mustJobRecord(t *testing.T, b *bundle, j *record.Job) *kgo.Record {
+	t.Helper()
+	r, err := record.NewJobRecord(b.kenv.Names.Jobs, j)
+	require.NoError(t, err)
+	return r
+}
+
+// stageCount reads how often the executor timed a stage.
+func stageCount(t *testing.T, reg *prometheus.Registry, stage string) uint64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		if f.GetName() != "doclog_executor_stage_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "stage" && l.GetValue() == stage {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }
