@@ -198,11 +198,14 @@ type Store interface {
 	// returns it: from now on only the holder of the new epoch may move it.
 	Assign(ctx context.Context, projector string, partition int32) (Checkpoint, error)
 	// InTx runs fn in one transaction. With fences (of one projector, one
-	// per partition), every partition's epoch is checked first, holding the
-	// checkpoint rows until the end, and *FencedError names the first stale
-	// one, with nothing written; each checkpoint moves to its fence's
-	// NextOffset in the same transaction. Without, the transaction is
-	// neither fenced nor checkpointed (the reconciler's).
+	// per partition), every partition's epoch is checked before any other
+	// statement of the transaction, holding the checkpoint rows until the
+	// end, and *FencedError names a stale one, with nothing written; each
+	// checkpoint moves to its fence's NextOffset in the same transaction.
+	// The check may share a round trip with fn's first statements, so fn
+	// may run before it fails: that statement then returns the
+	// *FencedError, and nothing fn did is committed. Without fences, the
+	// transaction is neither fenced nor checkpointed (the reconciler's).
 	InTx(ctx context.Context, fences []Fence, fn func(Tx) error) error
 	// LastIndexes returns the stored last index of every stream the
 	// projector keeps for the documents.

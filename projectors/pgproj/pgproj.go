@@ -3,9 +3,9 @@
 // verified stream heads and quarantines, and the runner's migration
 // set (RunnerMigrations). Projector stores get the connection
 // of a batch's transaction with Conn, so only Postgres store code imports
-// pgx. A batch transaction costs three round trips, however many partitions
-// it covers: BEGIN with the fence check, the stream locks with the reads of
-// heads and quarantines (Claim), and the writes queued during the batch (the
+// pgx. A batch transaction costs two round trips, however many partitions
+// it covers: BEGIN, the fence check, the stream locks and the reads of heads
+// and quarantines (Claim), then the writes queued during the batch (the
 // projector's, the new heads) with the checkpoints and COMMIT, split into
 // more round trips only where they carry more than a megabyte of
 // parameters (roundTripBytes). A projector store pays a round trip of its
@@ -17,8 +17,10 @@ package pgproj
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,11 +56,16 @@ type Querier interface {
 
 // tx is projectors.Tx over a connection in a transaction InTx began. The
 // transaction is run by hand rather than as a pgx.Tx so that its statements
-// can share round trips: BEGIN goes with the fence check, the stream locks
-// with the reads of heads and quarantines, the checkpoint with COMMIT.
+// can share round trips: BEGIN and the fence check go with the first
+// statements sent (the stream locks and the reads of heads and
+// quarantines), the checkpoint with COMMIT.
 type tx struct {
 	conn   *pgx.Conn
 	queued []queued
+	// prelude is BEGIN, the planner setting and the fence check until they
+	// are sent, with the first statements of the transaction (send).
+	prelude *pgx.Batch
+	fences  []projectors.Fence
 }
 
 // queued is a write sent with the transaction's commit.
@@ -88,7 +95,7 @@ func Queue(t projectors.Tx, what, sql string, args ...any) error {
 // projector stores writing their tables in the batch transaction.
 func Conn(t projectors.Tx) (Querier, error) {
 	if x, ok := t.(*tx); ok {
-		return x.conn, nil
+		return x, nil
 	}
 	return nil, fmt.Errorf("projector transaction %T is not a Postgres one", t)
 }
@@ -105,12 +112,47 @@ RETURNING next_offset, epoch`, projector, partition).Scan(&cp.NextOffset, &cp.Ep
 	return cp, nil
 }
 
-// fenceSQL reads the epochs of the batch's partitions FOR UPDATE, in
-// partition order so that two batches never wait on each other crosswise:
-// an Assign of one of them waits for this batch, and this batch sees any
-// Assign that committed before it.
-const fenceSQL = `SELECT partition, epoch FROM projector_checkpoints
-WHERE projector = $1 AND partition = ANY($2::int[]) ORDER BY partition FOR UPDATE`
+// fenceSQL locks the batch's partitions' checkpoint rows FOR UPDATE, in
+// partition order so that two batches never wait on each other crosswise (an
+// Assign of one of them waits for this batch, and this batch sees any Assign
+// that committed before it), and raises an error when one's epoch is not the
+// fence's. Raising on the server, not comparing in the client, is what lets
+// the check share a round trip with the statements after it: the error
+// skips them and the COMMIT, so a fenced batch writes nothing. The error is
+// a failed cast of fencedMark's text, read back by fencedError.
+const fenceSQL = `SELECT CASE WHEN c.epoch IS NOT DISTINCT FROM w.e THEN 0
+    ELSE ('` + fencedMark + ` ' || w.p || ' at epoch ' || coalesce(c.epoch, -1))::int END
+FROM unnest($2::int[], $3::bigint[]) AS w(p, e)
+LEFT JOIN (SELECT partition, epoch FROM projector_checkpoints
+           WHERE projector = $1 AND partition = ANY($2::int[]) ORDER BY partition FOR UPDATE) AS c
+  ON c.partition = w.p`
+
+// fencedMark starts the text fenceSQL fails to cast for a fenced partition.
+const fencedMark = "doclog: fenced partition"
+
+// fencedError turns fenceSQL's error into a FencedError for one of fences,
+// and passes any other error through.
+func fencedError(err error, fences []projectors.Fence) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	i := strings.Index(pgErr.Message, fencedMark)
+	if i < 0 {
+		return err
+	}
+	var part int32
+	var current int64
+	if _, serr := fmt.Sscanf(pgErr.Message[i+len(fencedMark):], " %d at epoch %d", &part, &current); serr != nil {
+		return fmt.Errorf("reading the fence's refusal %q: %w", pgErr.Message, serr)
+	}
+	for _, f := range fences {
+		if f.Partition == part {
+			return &projectors.FencedError{Projector: f.Projector, Partition: part, Epoch: f.Epoch, Current: current}
+		}
+	}
+	return err
+}
 
 // checkpointSQL moves every fenced partition's checkpoint in one statement.
 const checkpointSQL = `UPDATE projector_checkpoints c SET next_offset = u.o, updated_at = now()
@@ -121,9 +163,10 @@ FROM unnest($2::int[], $3::bigint[]) AS u(p, o) WHERE c.projector = $1 AND c.par
 const keyedPlansSQL = `SELECT ` + pgtx.NoSeqScan
 
 // InTx runs fn in a transaction, fenced and checkpointed for every fence
-// given (none: neither). BEGIN and the fence check share a round trip, and
-// so do the checkpoints and COMMIT, however many partitions the batch
-// covers.
+// given (none: neither). A batch costs two round trips however many
+// partitions it covers: BEGIN and the fence check go with the first
+// statements fn sends (the claim of the streams), and the writes fn queued,
+// the checkpoints and COMMIT with the last.
 func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(projectors.Tx) error) (err error) {
 	projector, parts, offsets, err := fenceArrays(fences)
 	if err != nil {
@@ -145,47 +188,17 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 		}
 	}()
 
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(keyedPlansSQL)
+	t := &tx{conn: conn, fences: fences}
+	t.prelude = &pgx.Batch{}
+	t.prelude.Queue("BEGIN")
+	t.prelude.Queue(keyedPlansSQL)
 	if len(fences) > 0 {
-		b.Queue(fenceSQL, projector, parts)
+		epochs := make([]int64, len(fences))
+		for i, f := range fences {
+			epochs[i] = f.Epoch
+		}
+		t.prelude.Queue(fenceSQL, projector, parts, epochs)
 	}
-	if err := func() error {
-		br := conn.SendBatch(ctx, b)
-		defer br.Close()
-		for range 2 { // BEGIN, the planner setting
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("begin: %w", err)
-			}
-		}
-		if len(fences) == 0 {
-			return br.Close()
-		}
-		rows, _ := br.Query()
-		epochs := make(map[int32]int64, len(fences))
-		var (
-			p     int32
-			epoch int64
-		)
-		if _, err := pgx.ForEachRow(rows, []any{&p, &epoch}, func() error { epochs[p] = epoch; return nil }); err != nil {
-			return fmt.Errorf("check the epochs of partitions %v: %w", parts, err)
-		}
-		for _, f := range fences {
-			current, ok := epochs[f.Partition]
-			if !ok {
-				current = -1
-			}
-			if current != f.Epoch {
-				return &projectors.FencedError{Projector: f.Projector, Partition: f.Partition, Epoch: f.Epoch, Current: current}
-			}
-		}
-		return br.Close()
-	}(); err != nil {
-		return err
-	}
-
-	t := &tx{conn: conn}
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -194,18 +207,21 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 	// parameters each; the checkpoints and COMMIT go with the last.
 	writes := t.queued
 	for n := roundTrip(writes); n < len(writes); n = roundTrip(writes) {
-		if err := sendQueued(ctx, conn, writes[:n]); err != nil {
+		if err := t.sendQueued(ctx, writes[:n]); err != nil {
 			return err
 		}
 		writes = writes[n:]
 	}
-	b = batchOf(writes)
+	b := batchOf(writes)
 	if len(fences) > 0 {
 		b.Queue(checkpointSQL, projector, parts, offsets)
 		b.Queue(notifySQL, ProgressChannel, projector)
 	}
 	b.Queue("COMMIT")
-	br := conn.SendBatch(ctx, b)
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return err
+	}
 	defer br.Close()
 	if err := execQueued(br, writes); err != nil {
 		return err
@@ -223,6 +239,87 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 	}
 	return br.Close()
 }
+
+// send sends b, behind the transaction's BEGIN and fence check while those
+// have not been sent, whose results it reads: the caller reads b's.
+func (t *tx) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
+	if t.prelude == nil {
+		return t.conn.SendBatch(ctx, b), nil
+	}
+	pre := t.prelude
+	t.prelude = nil
+	n := pre.Len()
+	pre.QueuedQueries = append(pre.QueuedQueries, b.QueuedQueries...)
+	br := t.conn.SendBatch(ctx, pre)
+	for i := range n {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			if i < 2 {
+				return nil, fmt.Errorf("begin: %w", err)
+			}
+			return nil, fencedError(err, t.fences)
+		}
+	}
+	return br, nil
+}
+
+// begin sends BEGIN and the fence check in a round trip of their own, for a
+// statement that cannot share theirs.
+func (t *tx) begin(ctx context.Context) error {
+	if t.prelude == nil {
+		return nil
+	}
+	br, err := t.send(ctx, &pgx.Batch{})
+	if err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// Exec, Query, QueryRow and SendBatch make tx the Querier projector stores
+// write through (Conn); the first one sends BEGIN and the fence check.
+func (t *tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.begin(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return t.conn.Exec(ctx, sql, args...)
+}
+
+func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	return t.conn.Query(ctx, sql, args...)
+}
+
+func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := t.begin(ctx); err != nil {
+		return errRow{err}
+	}
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+
+func (t *tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return errBatch{err}
+	}
+	return br
+}
+
+// errRow and errBatch carry a failure to begin to a caller of QueryRow or
+// SendBatch, which report errors when read.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+type errBatch struct{ err error }
+
+func (b errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b errBatch) QueryRow() pgx.Row                { return errRow(b) }
+func (b errBatch) Close() error                     { return b.err }
+func (b errBatch) Tx() pgx.Tx                       { return nil }
 
 // roundTripBytes bounds the parameter bytes of the queued writes one round
 // trip carries. pgx encodes a round trip's messages into one buffer that
@@ -267,8 +364,11 @@ func argBytes(args []any) int {
 }
 
 // sendQueued sends writes in one round trip of their own.
-func sendQueued(ctx context.Context, conn *pgx.Conn, writes []queued) error {
-	br := conn.SendBatch(ctx, batchOf(writes))
+func (t *tx) sendQueued(ctx context.Context, writes []queued) error {
+	br, err := t.send(ctx, batchOf(writes))
+	if err != nil {
+		return err
+	}
 	defer br.Close()
 	if err := execQueued(br, writes); err != nil {
 		return err
@@ -378,7 +478,7 @@ func (t *tx) Claim(ctx context.Context, projector string, streams []oplog.Stream
 	batch.Queue(lockSQL, projector, d, s, b)
 	batch.Queue(claimHeadsSQL, projector, d, s, b, idx, hashes, versions)
 	batch.Queue(quarantinesSQL, projector, d, s, b)
-	br := t.conn.SendBatch(ctx, batch)
+	br := t.SendBatch(ctx, batch)
 	defer br.Close()
 	for range 2 { // the projector's lock, the streams'
 		if _, err := br.Exec(); err != nil {
@@ -407,7 +507,7 @@ func (t *tx) Heads(ctx context.Context, projector string, streams []oplog.Stream
 		return heads, nil
 	}
 	d, s, b := streamArrays(streams)
-	rows, err := t.conn.Query(ctx, headsSQL, projector, d, s, b)
+	rows, err := t.Query(ctx, headsSQL, projector, d, s, b)
 	if err == nil {
 		err = scanHeads(rows, heads)
 	}
@@ -509,7 +609,7 @@ WHERE p.projector = $1 AND p.document_id = u.d AND p.scope = u.s AND p.branch = 
 func (t *tx) PutHeadsIfNewer(ctx context.Context, projector string, heads []projectors.Head) (int, error) {
 	n := 0
 	for _, w := range headWrites(projector, heads) {
-		tag, err := t.conn.Exec(ctx, w.sql, w.args...)
+		tag, err := t.Exec(ctx, w.sql, w.args...)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", w.what, err)
 		}
@@ -569,7 +669,7 @@ func headArgs(projector string, heads []projectors.Head, withState bool) []any {
 
 // Quarantine records a quarantine; a stream's first one is kept.
 func (t *tx) Quarantine(ctx context.Context, projector string, q projectors.Quarantine) error {
-	_, err := t.conn.Exec(ctx, `INSERT INTO quarantined_streams (projector, document_id, scope, branch, idx, error_name, reason)
+	_, err := t.Exec(ctx, `INSERT INTO quarantined_streams (projector, document_id, scope, branch, idx, error_name, reason)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 		projector, q.Stream.DocumentID, q.Stream.Scope, q.Stream.Branch, q.Index, q.ErrorName, q.Reason)
 	if err != nil {
@@ -587,7 +687,7 @@ func (t *tx) ResetStream(ctx context.Context, projector string, stream oplog.Str
 		projector, stream.DocumentID, stream.Scope, stream.Branch)
 	batch.Queue(`DELETE FROM quarantined_streams WHERE projector = $1 AND document_id = $2 AND scope = $3 AND branch = $4`,
 		projector, stream.DocumentID, stream.Scope, stream.Branch)
-	if err := t.conn.SendBatch(ctx, batch).Close(); err != nil {
+	if err := t.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("reset the stream head of %s: %w", stream, err)
 	}
 	return nil

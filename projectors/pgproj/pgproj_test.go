@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -67,12 +69,29 @@ func TestFenceAndHeads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), cp.Epoch)
 	require.Equal(t, int64(5), cp.NextOffset)
+	// The fence check shares the round trip of the batch's first
+	// statement, which it refuses; a batch that queues its writes is
+	// refused at its commit.
 	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 9}}, func(tx projectors.Tx) error {
-		t.Fatal("a stale batch must not run")
+		_, err := tx.PutHeadsIfNewer(ctx, "p", []projectors.Head{head(7)})
+		require.ErrorAs(t, err, &fe, "the first statement of a stale batch is refused")
+		return err
+	})
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, int64(2), fe.Current)
+	require.Equal(t, int64(1), fe.Epoch)
+	err = s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 9}}, func(tx projectors.Tx) error {
+		tx.QueueHeadsIfNewer("p", []projectors.Head{head(8)})
 		return nil
 	})
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, int64(2), fe.Current)
+	last, err := s.LastIndexes(ctx, "p", []string{"d"})
+	require.NoError(t, err)
+	require.Equal(t, map[oplog.StreamKey]int64{k: 3}, last, "a stale batch wrote a head")
+	cp, err = s.Assign(ctx, "p", 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), cp.NextOffset, "a stale batch moved the checkpoint")
 
 	// Heads only move forward.
 	require.NoError(t, s.InTx(ctx, nil, func(tx projectors.Tx) error {
@@ -80,7 +99,7 @@ func TestFenceAndHeads(t *testing.T) {
 		require.Zero(t, n)
 		return err
 	}))
-	last, err := s.LastIndexes(ctx, "p", []string{"d"})
+	last, err = s.LastIndexes(ctx, "p", []string{"d"})
 	require.NoError(t, err)
 	require.Equal(t, map[oplog.StreamKey]int64{k: 3}, last)
 
@@ -470,4 +489,71 @@ func TestWatchProgress(t *testing.T) {
 			return false
 		}
 	}, 30*time.Second, time.Millisecond, "the watcher listens again after its connection was terminated")
+}
+
+// roundTrips counts what a pool sends to the server: each batch and each
+// statement outside one (pgx traces a batch's statements as the batch's) is
+// a round trip.
+type roundTrips struct{ n atomic.Int32 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// A fenced batch that claims its streams and queues its writes costs two
+// round trips: BEGIN and the fence check ride with the claim, the writes
+// and checkpoints with COMMIT. A transaction that only queues costs one.
+func TestBatchTransactionRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cfg, err := pgxpool.ParseConfig(testenv.PostgresSchema(t))
+	require.NoError(t, err)
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	s := pgproj.New(pool)
+	_, err = s.Assign(ctx, "p", 0)
+	require.NoError(t, err)
+	// A connection made and idle in the pool, so that its set-up is not
+	// counted.
+	require.NoError(t, pool.Ping(ctx))
+
+	k := oplog.StreamKey{DocumentID: "d", Scope: oplog.ScopeGlobal, Branch: oplog.DefaultBranch}
+	head := projectors.Head{Stream: k, DocumentType: "t", LastIndex: 0, Hash: "h", Version: 1, State: json.RawMessage(`{}`)}
+	rt.n.Store(0)
+	require.NoError(t, s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 4}}, func(tx projectors.Tx) error {
+		heads, _, err := tx.Claim(ctx, "p", []oplog.StreamKey{k}, nil)
+		require.Empty(t, heads)
+		tx.QueueHeadsIfNewer("p", []projectors.Head{head})
+		return err
+	}))
+	require.EqualValues(t, 2, rt.n.Load(), "round trips of a claimed batch")
+
+	rt.n.Store(0)
+	head.LastIndex = 1
+	require.NoError(t, s.InTx(ctx, []projectors.Fence{{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 5}}, func(tx projectors.Tx) error {
+		tx.QueueHeadsIfNewer("p", []projectors.Head{head})
+		return nil
+	}))
+	require.EqualValues(t, 1, rt.n.Load(), "round trips of a batch that only queues")
+
+	last, err := s.LastIndexes(ctx, "p", []string{"d"})
+	require.NoError(t, err)
+	require.Equal(t, map[oplog.StreamKey]int64{k: 1}, last)
+	cps, err := s.Checkpoints(ctx, "p")
+	require.NoError(t, err)
+	require.Len(t, cps, 1)
+	require.EqualValues(t, 5, cps[0].NextOffset)
 }
