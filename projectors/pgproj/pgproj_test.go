@@ -30,6 +30,24 @@ func newPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
+// assignedStore is a runner store over a fresh migrated schema, its pool
+// configured by configure, with partition 0 of projector "p" assigned.
+func assignedStore(t *testing.T, configure func(*pgxpool.Config)) (*pgxpool.Pool, *pgproj.Store) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testenv.PostgresSchema(t))
+	require.NoError(t, err)
+	configure(cfg)
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pgmigrate.Migrate(t.Context(), pool, pgproj.RunnerMigrations())
+	require.NoError(t, err)
+	store := pgproj.New(pool)
+	_, err = store.Assign(t.Context(), "p", 0)
+	require.NoError(t, err)
+	return pool, store
+}
+
 // newStore is a runner store over a fresh migrated schema.
 func newStore(t *testing.T) *pgproj.Store {
 	t.Helper()
@@ -309,17 +327,9 @@ func TestLargeQueuedWritesStayOneTransaction(t *testing.T) {
 func TestBatchPlansAvoidSequentialScans(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(testenv.PostgresSchema(t))
-	require.NoError(t, err)
-	cfg.MaxConns = 1 // the transaction's connection is the one read after it
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	_, err = pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
-	require.NoError(t, err)
-	store := pgproj.New(pool)
-	_, err = store.Assign(ctx, "p", 0)
-	require.NoError(t, err)
+	pool, store := assignedStore(t, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = 1 // the transaction's connection is the one read after it
+	})
 
 	var inside string
 	for _, fences := range [][]projectors.Fence{nil, {{Projector: "p", Partition: 0, Epoch: 1, NextOffset: 1}}} {
@@ -514,18 +524,8 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 func TestBatchTransactionRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(testenv.PostgresSchema(t))
-	require.NoError(t, err)
 	rt := &roundTrips{}
-	cfg.ConnConfig.Tracer = rt
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	_, err = pgmigrate.Migrate(ctx, pool, pgproj.RunnerMigrations())
-	require.NoError(t, err)
-	s := pgproj.New(pool)
-	_, err = s.Assign(ctx, "p", 0)
-	require.NoError(t, err)
+	pool, s := assignedStore(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = rt })
 	// A connection made and idle in the pool, so that its set-up is not
 	// counted.
 	require.NoError(t, pool.Ping(ctx))
