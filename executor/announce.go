@@ -119,7 +119,9 @@ func (e *Executor) publishAsync() error {
 						e.m.since("produce", start)
 					}
 					if a.left.Add(-1) == 0 {
-						e.announced()
+						// All acknowledged: the offsets may move past
+						// the job without waiting for new records.
+						e.wake()
 					}
 				})
 			}
@@ -140,22 +142,6 @@ func (e *Executor) publishAsync() error {
 		return &produceError{n: retrying, err: fmt.Errorf("produced again after a failure, not acknowledged yet: %w", e.announceErr)}
 	}
 	return nil
-}
-
-// announced wakes the loop for a job whose announcement the brokers have
-// all acknowledged: the poll in progress ends, or the next one does not
-// wait, so the offsets move past the job without waiting for new records.
-func (e *Executor) announced() { e.wake() }
-
-// wake ends the poll in progress, or makes the next one not wait, so that
-// the loop looks at its state again without waiting for new records.
-func (e *Executor) wake() {
-	e.woken.Store(true)
-	e.pollMu.Lock()
-	defer e.pollMu.Unlock()
-	if e.pollCancel != nil {
-		e.pollCancel()
-	}
 }
 
 // reap forgets the settled jobs whose announcements are all acknowledged,

@@ -77,7 +77,7 @@ func (e *Executor) step(ctx context.Context, now time.Time) error {
 	}
 
 	e.m.batchJobs.Observe(float64(len(batch)))
-	results := map[string]oplog.JobResult{}
+	var results map[string]oplog.JobResult // read only: nil when nothing was looked up
 	if asked := e.needsLookup(batch); len(asked) > 0 {
 		start := time.Now()
 		var err error

@@ -100,6 +100,17 @@ func (ps *partition) walk(fn func(p *pending) bool) {
 	}
 }
 
+// wake ends the poll in progress, or makes the next one not wait, so that
+// the loop looks at its state again without waiting for new records.
+func (e *Executor) wake() {
+	e.woken.Store(true)
+	e.pollMu.Lock()
+	defer e.pollMu.Unlock()
+	if e.pollCancel != nil {
+		e.pollCancel()
+	}
+}
+
 // loop polls and processes until the stop, returning only a crash error.
 func (e *Executor) loop(work context.Context) error {
 	for e.stopCtx.Err() == nil {

@@ -130,16 +130,16 @@ LEFT JOIN (SELECT partition, epoch FROM projector_checkpoints
 // fencedMark starts the text fenceSQL fails to cast for a fenced partition.
 const fencedMark = "doclog: fenced partition"
 
-// fencedError turns fenceSQL's error into a FencedError for one of fences,
-// and passes any other error through.
+// fencedError turns fenceSQL's error into a FencedError for one of fences;
+// any other error is the check's failure to run.
 func fencedError(err error, fences []projectors.Fence) error {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
+	i := -1
+	if errors.As(err, &pgErr) {
+		i = strings.Index(pgErr.Message, fencedMark)
 	}
-	i := strings.Index(pgErr.Message, fencedMark)
 	if i < 0 {
-		return err
+		return fmt.Errorf("check the epochs of the batch's partitions: %w", err)
 	}
 	var part int32
 	var current int64
@@ -151,7 +151,7 @@ func fencedError(err error, fences []projectors.Fence) error {
 			return &projectors.FencedError{Projector: f.Projector, Partition: part, Epoch: f.Epoch, Current: current}
 		}
 	}
-	return err
+	return fmt.Errorf("the fence refused partition %d, which the batch does not fence: %w", part, err)
 }
 
 // checkpointSQL moves every fenced partition's checkpoint in one statement.
@@ -168,7 +168,7 @@ const keyedPlansSQL = `SELECT ` + pgtx.NoSeqScan
 // statements fn sends (the claim of the streams), and the writes fn queued,
 // the checkpoints and COMMIT with the last.
 func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(projectors.Tx) error) (err error) {
-	projector, parts, offsets, err := fenceArrays(fences)
+	projector, parts, epochs, offsets, err := fenceArrays(fences)
 	if err != nil {
 		return err
 	}
@@ -193,10 +193,6 @@ func (s *Store) InTx(ctx context.Context, fences []projectors.Fence, fn func(pro
 	t.prelude.Queue("BEGIN")
 	t.prelude.Queue(keyedPlansSQL)
 	if len(fences) > 0 {
-		epochs := make([]int64, len(fences))
-		for i, f := range fences {
-			epochs[i] = f.Epoch
-		}
 		t.prelude.Queue(fenceSQL, projector, parts, epochs)
 	}
 	if err := fn(t); err != nil {
@@ -398,20 +394,21 @@ func execQueued(br pgx.BatchResults, writes []queued) error {
 
 // fenceArrays checks that the fences name one projector and distinct
 // partitions, and returns them as the statements' arrays.
-func fenceArrays(fences []projectors.Fence) (projector string, parts []int32, offsets []int64, err error) {
+func fenceArrays(fences []projectors.Fence) (projector string, parts []int32, epochs, offsets []int64, err error) {
 	for i, f := range fences {
 		switch {
 		case i == 0:
 			projector = f.Projector
 		case f.Projector != projector:
-			return "", nil, nil, fmt.Errorf("fence batch of projectors %s and %s: a batch belongs to one projector", projector, f.Projector)
+			return "", nil, nil, nil, fmt.Errorf("fence batch of projectors %s and %s: a batch belongs to one projector", projector, f.Projector)
 		case slices.Contains(parts, f.Partition):
-			return "", nil, nil, fmt.Errorf("fence batch of projector %s: partition %d is fenced twice", projector, f.Partition)
+			return "", nil, nil, nil, fmt.Errorf("fence batch of projector %s: partition %d is fenced twice", projector, f.Partition)
 		}
 		parts = append(parts, f.Partition)
+		epochs = append(epochs, f.Epoch)
 		offsets = append(offsets, f.NextOffset)
 	}
-	return projector, parts, offsets, nil
+	return projector, parts, epochs, offsets, nil
 }
 
 func streamArrays(streams []oplog.StreamKey) (docs, scopes, branches []string) {
